@@ -1,0 +1,535 @@
+"""The ``rllib`` command: train, train file, evaluate, list, plot.
+
+Ray 2.60 ships no ``rllib`` console script; this one keeps the spellings old-RLlib users know
+(``rllib train --algo PPO --env CartPole-v1 --stop '{...}' --config '{...}'`` and
+``rllib train file X.yaml``). It is written with :mod:`argparse`: the standard library covers
+every option here, so the package gains no dependency and ``--help`` is free.
+
+Every check of user input (algorithm name, env id, JSON, config keys, the config's own
+``validate()``, a YAML file's shape, a checkpoint path) runs before Ray starts; a failure prints
+one ``rllib: error: ...`` line and exits with status 2. Training runs through Tune, so
+TensorBoard event files, ``progress.csv`` and checkpoints come from Tune.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import logging
+import os
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+USAGE_ERROR = 2
+RUN_FAILED = 1
+
+# Metric names users know from older RLlib versions -> RLlib 2.60 result keys.
+METRIC_ALIASES = {
+    "episode_reward_mean": "env_runners/episode_return_mean",
+    "episode_return_mean": "env_runners/episode_return_mean",
+    "timesteps_total": "num_env_steps_sampled_lifetime",
+}
+RETURN_KEY = "env_runners/episode_return_mean"
+STEPS_KEY = "num_env_steps_sampled_lifetime"
+
+
+class CLIError(Exception):
+    """Bad user input: printed as one line, exit status 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks (no Ray needed).
+# ---------------------------------------------------------------------------------------------
+def parse_json_dict(text: Optional[str], option: str) -> Dict[str, Any]:
+    """Parses ``--config``/``--stop`` JSON into a dict, or raises a one-line CLIError."""
+    if text is None or text == "":
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CLIError(f"{option} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno}): {text!r}")
+    if not isinstance(value, dict):
+        raise CLIError(f"{option} must be a JSON object like '{{\"key\": value}}', got {type(value).__name__}")
+    return value
+
+
+def resolve_algorithm(name: str):
+    """Returns the Algorithm class for ``name`` (rllib_ext or RLlib built-in) or raises CLIError."""
+    from rllib_ext import registry
+
+    cls = registry.resolve_algorithm_class(name)
+    if cls is None:
+        known = registry.all_names()
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        raise CLIError(f"unknown algorithm {name!r}.{hint} Known: {', '.join(known)}")
+    return cls
+
+
+def check_env_id(env: str) -> None:
+    """Raises CLIError unless ``env`` is a gymnasium id or a name registered with Tune."""
+    import gymnasium as gym
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    if _global_registry.contains(ENV_CREATOR, env):
+        return
+    try:
+        gym.spec(env)
+        return
+    except Exception as e:  # gymnasium raises several error types for unknown ids
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+    raise CLIError(f"unknown environment {env!r}: {reason}")
+
+
+def normalize_stop(stop: Dict[str, Any]) -> Dict[str, Any]:
+    """Maps old metric names (``episode_reward_mean``, ``timesteps_total``) to 2.60 keys."""
+    return {METRIC_ALIASES.get(k, k): v for k, v in stop.items()}
+
+
+def build_config(
+    algo_cls,
+    env: Optional[str],
+    overrides: Dict[str, Any],
+    *,
+    num_env_runners: Optional[int] = None,
+    seed: Optional[int] = None,
+):
+    """Default config of ``algo_cls`` with the env and overrides applied and validated.
+
+    Raises:
+        CLIError: For a config key the algorithm does not have, or a value its ``validate()``
+            rejects.
+    """
+    config = algo_cls.get_default_config()
+    overrides = dict(overrides)
+    env = env or overrides.pop("env", None)
+    if env is None:
+        raise CLIError("no environment given: pass --env ENV (or 'env' in the config)")
+    overrides.pop("env", None)
+    check_env_id(env)
+    unknown = []
+    for key in overrides:
+        translated = config._translate_special_keys(key, warn_deprecated=False)
+        if not hasattr(config, translated):
+            unknown.append(key)
+    if unknown:
+        valid = sorted(k for k in vars(config) if not k.startswith("_"))
+        msgs = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, valid, n=1)
+            msgs.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise CLIError(f"{algo_cls.__name__} has no config key {', '.join(msgs)}")
+    try:
+        config.update_from_dict(overrides)
+        config.environment(env)
+        if num_env_runners is not None:
+            config.env_runners(num_env_runners=num_env_runners)
+        if seed is not None:
+            config.debugging(seed=seed)
+        config.copy(copy_frozen=False).validate()
+    except CLIError:
+        raise
+    except Exception as e:  # validate() raises ValueError; setters may raise TypeError
+        raise CLIError(f"invalid config for {algo_cls.__name__}: {_first_line(e)}")
+    return config
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Ray / Tune.
+# ---------------------------------------------------------------------------------------------
+def init_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
+    """Connects to ``address`` (a cluster, or 'auto') or starts a local Ray; reuses a running one."""
+    import ray
+
+    import rllib_ext  # noqa: F401 - registers names (again, after init, via the post-init hook)
+
+    if ray.is_initialized():
+        return
+    if address:
+        ray.init(address=address, logging_level=logging.WARNING)
+    else:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+
+
+def check_resources(algo_cls, config) -> None:
+    """Fails fast when a trial asks for more CPUs than the cluster has (Tune would wait forever)."""
+    import ray
+
+    request = algo_cls.default_resource_request(config)
+    needed = request.required_resources.get("CPU", 0) if request is not None else 0
+    have = ray.cluster_resources().get("CPU", 0)
+    if needed > have:
+        raise CLIError(
+            f"{algo_cls.__name__} with {config.num_env_runners} env runner(s) needs {needed:g} CPUs "
+            f"but the Ray cluster has {have:g}: lower --num-env-runners or raise --num-cpus"
+        )
+
+
+def _progress_callback():
+    from ray import tune
+
+    class ProgressPrinter(tune.Callback):
+        """One readable line per training iteration."""
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            env_runners = result.get("env_runners", {}) or {}
+            ret = env_runners.get("episode_return_mean")
+            ret_s = f"{ret:9.2f}" if isinstance(ret, (int, float)) else "      n/a"
+            steps = result.get(STEPS_KEY, env_runners.get(STEPS_KEY, 0)) or 0
+            prefix = f"[{trial.trial_id}] " if len(trials) > 1 else ""
+            print(
+                f"{prefix}iter {result.get('training_iteration', 0):4d} | env steps {int(steps):>10,d} | "
+                f"return {ret_s} | iter {result.get('time_this_iter_s', 0.0):6.1f} s | "
+                f"total {result.get('time_total_s', 0.0):7.1f} s",
+                flush=True,
+            )
+
+        def on_trial_error(self, iteration, trials, trial, **info):
+            print(f"trial {trial.trial_id} failed: see {trial.path}/error.txt", file=sys.stderr, flush=True)
+
+    return ProgressPrinter()
+
+
+def run_experiment(
+    algo: str,
+    config,
+    stop: Dict[str, Any],
+    *,
+    name: Optional[str],
+    storage_path: Optional[str],
+    num_samples: int = 1,
+    checkpoint_freq: int = 0,
+    checkpoint_at_end: bool = False,
+) -> int:
+    """Runs one Tune experiment with a progress line per iteration; returns the exit status."""
+    from ray import tune
+
+    storage_path = os.path.abspath(os.path.expanduser(storage_path or "~/ray_results"))
+    env_name = str(config.env).replace("/", "-")
+    name = name or f"{algo}_{env_name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+    logdir = os.path.join(storage_path, name)
+    print(f"rllib: training {algo} on {config.env}; TensorBoard: tensorboard --logdir {logdir}", flush=True)
+    tuner = tune.Tuner(
+        algo,
+        param_space=config,
+        tune_config=tune.TuneConfig(num_samples=num_samples),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=storage_path,
+            stop=normalize_stop(stop) or None,
+            verbose=0,
+            callbacks=[_progress_callback()],
+            checkpoint_config=tune.CheckpointConfig(
+                checkpoint_frequency=checkpoint_freq,
+                checkpoint_at_end=checkpoint_at_end,
+            ),
+        ),
+    )
+    results = tuner.fit()
+    status = 0
+    for result in results:
+        trial_dir = result.path
+        if result.error is not None:
+            status = RUN_FAILED
+            print(f"rllib: trial in {trial_dir} failed: {_first_line(result.error)}", file=sys.stderr)
+            continue
+        metrics = result.metrics or {}
+        ret = (metrics.get("env_runners") or {}).get("episode_return_mean")
+        ckpt = f"; checkpoint: {result.checkpoint.path}" if result.checkpoint else ""
+        ret_s = f"{ret:.2f}" if isinstance(ret, (int, float)) else "n/a"
+        print(
+            f"rllib: done {metrics.get('training_iteration', 0)} iterations, "
+            f"{int(metrics.get(STEPS_KEY, 0) or 0):,d} env steps, return {ret_s}{ckpt}"
+        )
+    print(f"rllib: results in {logdir}\nrllib: TensorBoard: tensorboard --logdir {logdir}", flush=True)
+    return status
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands.
+# ---------------------------------------------------------------------------------------------
+def cmd_train(args) -> int:
+    algo_cls = resolve_algorithm(args.algo)
+    overrides = parse_json_dict(args.config, "--config")
+    stop = parse_json_dict(args.stop, "--stop")
+    config = build_config(
+        algo_cls, args.env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
+    )
+    init_ray(args.ray_address, args.num_cpus)
+    check_resources(algo_cls, config)
+    return run_experiment(
+        args.algo,
+        config,
+        stop,
+        name=args.name,
+        storage_path=args.storage_path,
+        num_samples=args.num_samples,
+        checkpoint_freq=args.checkpoint_freq,
+        checkpoint_at_end=args.checkpoint_at_end,
+    )
+
+
+def load_experiments(path: str) -> List[Tuple[str, Dict[str, Any]]]:
+    """Reads an old-format tuned example: ``{name: {run, env, stop, config}}``.
+
+    ``env`` may also sit inside ``config``. Raises CLIError for a missing file, bad YAML, or an
+    experiment without ``run`` or ``env``.
+    """
+    import yaml
+
+    if not os.path.isfile(path):
+        raise CLIError(f"no such file: {path}")
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        raise CLIError(f"{path} is not valid YAML: {_first_line(e)}")
+    if not isinstance(doc, dict) or not doc:
+        raise CLIError(f"{path} must map an experiment name to {{run, env, stop, config}}")
+    experiments = []
+    for exp_name, exp in doc.items():
+        if not isinstance(exp, dict):
+            raise CLIError(f"{path}: experiment {exp_name!r} must be a mapping with run/env/stop/config")
+        missing = [k for k in ("run",) if k not in exp]
+        if "env" not in exp and "env" not in (exp.get("config") or {}):
+            missing.append("env")
+        if missing:
+            raise CLIError(f"{path}: experiment {exp_name!r} has no {' or '.join(repr(m) for m in missing)}")
+        experiments.append((str(exp_name), exp))
+    return experiments
+
+
+def cmd_train_file(args) -> int:
+    experiments = load_experiments(args.file)
+    stop_override = parse_json_dict(args.stop, "--stop")
+    config_override = parse_json_dict(args.config, "--config")
+    prepared = []
+    for exp_name, exp in experiments:
+        algo_cls = resolve_algorithm(str(exp["run"]))
+        overrides = {**(exp.get("config") or {}), **config_override}
+        env = exp.get("env") or overrides.get("env")
+        config = build_config(
+            algo_cls, env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
+        )
+        stop = {**(exp.get("stop") or {}), **stop_override}
+        prepared.append((exp_name, str(exp["run"]), algo_cls, config, stop))
+    init_ray(args.ray_address, args.num_cpus)
+    status = 0
+    for exp_name, algo, algo_cls, config, stop in prepared:
+        check_resources(algo_cls, config)
+        status = max(
+            status,
+            run_experiment(
+                algo,
+                config,
+                stop,
+                name=args.name or exp_name,
+                storage_path=args.storage_path,
+                num_samples=args.num_samples,
+                checkpoint_freq=args.checkpoint_freq,
+                checkpoint_at_end=args.checkpoint_at_end,
+            ),
+        )
+    return status
+
+
+def find_checkpoint(path: str) -> str:
+    """An algorithm checkpoint dir: ``path`` itself, or the newest ``checkpoint_*`` below it."""
+    path = os.path.abspath(os.path.expanduser(path))
+    if not os.path.exists(path):
+        raise CLIError(f"checkpoint path does not exist: {path}")
+    if os.path.isfile(os.path.join(path, "rllib_checkpoint.json")):
+        return path
+    found = []
+    for root, dirs, files in os.walk(path):
+        if "rllib_checkpoint.json" in files and os.path.basename(root).startswith("checkpoint_"):
+            found.append(root)
+            dirs[:] = []
+    if not found:
+        raise CLIError(f"no RLlib checkpoint in {path} (expected rllib_checkpoint.json or checkpoint_*/)")
+    return max(found, key=os.path.getmtime)
+
+
+def load_checkpoint_config(checkpoint: str):
+    """(Algorithm class, a fresh unfrozen config) as saved in an RLlib checkpoint dir."""
+    import pickle
+
+    try:
+        with open(os.path.join(checkpoint, "class_and_ctor_args.pkl"), "rb") as f:
+            saved = pickle.load(f)
+        algo_cls = saved["class"]
+        config_dict = saved["ctor_args_and_kwargs"][0][0]
+    except Exception as e:
+        raise CLIError(f"cannot read the algorithm config in {checkpoint}: {_first_line(e)}")
+    config = algo_cls.get_default_config()
+    config = config.update_from_dict(config_dict) if isinstance(config_dict, dict) else config_dict.copy(copy_frozen=False)
+    return algo_cls, config
+
+
+def cmd_evaluate(args) -> int:
+    import numpy as np
+
+    if args.episodes < 1:
+        raise CLIError(f"--episodes must be >= 1, got {args.episodes}")
+    checkpoint = find_checkpoint(args.checkpoint)
+    if args.env:
+        check_env_id(args.env)
+    algo_cls, config = load_checkpoint_config(checkpoint)
+    # Restore into a driver-only copy (no remote env runners, no evaluation workers): evaluating
+    # must not depend on the cluster the run was trained on.
+    config.env_runners(num_env_runners=0, num_envs_per_env_runner=1, create_local_env_runner=True)
+    config.evaluation(evaluation_interval=None, evaluation_num_env_runners=0)
+    if args.env:
+        config.environment(args.env)
+    # RLlib re-seeds its env with config.seed at *every* sample(num_episodes=...) call, which would
+    # replay one episode N times; instead the env is seeded once below and then runs on.
+    config.debugging(seed=None)
+    init_ray(args.ray_address, args.num_cpus)
+    print(f"rllib: restoring {checkpoint}", flush=True)
+    try:
+        algo = config.build_algo()
+    except Exception as e:
+        raise CLIError(f"could not rebuild {algo_cls.__name__} from {checkpoint}: {_first_line(e)}")
+    try:
+        algo.restore_from_path(checkpoint)
+        runner = algo.env_runner
+        if args.seed is not None:
+            runner.env.reset(seed=args.seed)
+        returns, lengths = [], []
+        for i in range(args.episodes):
+            episodes = runner.sample(num_episodes=1, explore=False)
+            ret = float(sum(ep.get_return() for ep in episodes))
+            length = int(sum(len(ep) for ep in episodes))
+            returns.append(ret)
+            lengths.append(length)
+            print(f"episode {i + 1}/{args.episodes}: return {ret:.2f}, length {length}", flush=True)
+    finally:
+        algo.stop()
+    print(
+        f"rllib: {algo.__class__.__name__} on {config.env}: mean return {np.mean(returns):.2f} "
+        f"+- {np.std(returns):.2f} over {len(returns)} episodes (mean length {np.mean(lengths):.1f})"
+    )
+    return 0
+
+
+def cmd_list(args) -> int:
+    from rllib_ext import registry
+
+    errors = registry.import_errors()
+    print("rllib_ext algorithms:")
+    if not registry.ALGORITHMS:
+        print("  (none yet)")
+    for name, spec in sorted(registry.ALGORITHMS.items()):
+        broken = f"  [BROKEN: {errors[name]}]" if name in errors else ""
+        print(f"  {name:<12} paper {spec.paper}  {spec.summary}{broken}")
+    print("RLlib built-ins (same CLI, for side-by-side runs):")
+    print("  " + ", ".join(registry.rllib_builtin_names()))
+    print("Environments registered by rllib_ext: " + ", ".join(sorted(registry.ENVS)))
+    return 1 if errors else 0
+
+
+def cmd_plot(args) -> int:
+    from rllib_ext.plotting import plot_run
+
+    out = plot_run(args.run_dir, out=args.output, metric=args.metric)
+    print(f"rllib: wrote {out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsers.
+# ---------------------------------------------------------------------------------------------
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="JSON object of config overrides, e.g. '{\"lr\": 0.001}'")
+    p.add_argument("--stop", help="JSON stop criteria, e.g. '{\"training_iteration\": 10}'")
+    p.add_argument("--num-samples", type=int, default=1, help="Tune samples per experiment")
+    p.add_argument("--storage-path", help="where results go (default ~/ray_results)")
+    p.add_argument("--name", help="experiment name (default ALGO_ENV_DATE)")
+    p.add_argument("--checkpoint-freq", type=int, default=0, help="checkpoint every N iterations")
+    p.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when the run stops")
+    p.add_argument("--seed", type=int, help="config.debugging(seed=...)")
+    p.add_argument("--num-env-runners", type=int, help="config.env_runners(num_env_runners=...)")
+    _add_ray_options(p)
+
+
+def _add_ray_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ray-address", help="connect to a running Ray cluster ('auto' or HOST:PORT)")
+    p.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all cores)")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rllib",
+        description="Train, evaluate and plot rllib_ext and RLlib algorithms through Ray Tune.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("train", help="train an algorithm (or: rllib train file FILE.yaml)")
+    p.add_argument("--algo", "--run", dest="algo", required=True, help="algorithm name (rllib list)")
+    p.add_argument("--env", help="gymnasium env id or a name registered with Tune")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("evaluate", help="evaluate a checkpoint with deterministic actions")
+    p.add_argument("checkpoint", help="checkpoint dir (or a trial/experiment dir: newest checkpoint)")
+    p.add_argument("--env", help="evaluate on this env instead of the training env")
+    p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--seed", type=int)
+    _add_ray_options(p)
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("list", help="registered algorithms")
+    p.set_defaults(func=cmd_list)
+
+    p = sub.add_parser("plot", help="learning curve PNG from a run's progress.csv files")
+    p.add_argument("run_dir")
+    p.add_argument("-o", "--output", help="PNG path (default RUN_DIR/learning_curve.png)")
+    p.add_argument("--metric", default=RETURN_KEY, help=f"progress.csv column (default {RETURN_KEY})")
+    p.set_defaults(func=cmd_plot)
+    return parser
+
+
+def make_train_file_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rllib train file", description="Run a tuned example (RLlib's YAML format)."
+    )
+    p.add_argument("file", help="YAML: {name: {run, env, stop, config}}")
+    _add_run_options(p)
+    p.set_defaults(func=cmd_train_file)
+    return p
+
+
+def _quiet_defaults() -> None:
+    """Our progress line replaces Tune's tables; RLlib's "new API stack" notice is noise here."""
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of the ``rllib`` console script; returns the exit status."""
+    _quiet_defaults()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["train", "file"]:
+        parser = make_train_file_parser()
+        args = parser.parse_args(argv[2:])
+    else:
+        parser = make_parser()
+        args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except CLIError as e:
+        print(f"rllib: error: {e}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("rllib: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Small environments shipped with rllib_ext for tests and benchmarks.
+
+``rllib_ext/VariableLength-v0`` (:class:`VariableLengthEnv`) is a tiny task whose episodes vary in
+length, which is what the asynchronous algorithms (DFD, AES-RL, IMPACT) are about: a synchronous
+method waits for the longest episode of a batch. ``step_sleep_s`` stands in for an expensive
+simulator so that benchmarks can run more env runners than there are cores.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import gymnasium as gym
+import numpy as np
+
+
+class VariableLengthEnv(gym.Env):
+    """Match-the-sign task with random episode lengths.
+
+    Each step the observation holds a signal ``s ~ U(-1, 1)`` and the fraction of the episode
+    elapsed. Discrete actions: reward 1 for action ``int(s > 0)``, else 0. Continuous actions
+    (``continuous=True``, a 1-d Box in [-1, 1]): reward ``1 - |a - sign(s)| / 2``. The episode
+    terminates after ``L ~ U{min_len, max_len}`` steps, drawn at reset from the env's RNG; the
+    optimal return is therefore ``L`` and a random policy gets about ``L / 2``.
+
+    Args:
+        min_len: Shortest episode.
+        max_len: Longest episode.
+        continuous: Box actions instead of Discrete(2).
+        step_sleep_s: Seconds to sleep in every ``step`` (a stand-in for an expensive simulator).
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        min_len: int = 5,
+        max_len: int = 50,
+        continuous: bool = False,
+        step_sleep_s: float = 0.0,
+        render_mode: Optional[str] = None,
+    ):
+        if not 1 <= min_len <= max_len:
+            raise ValueError(f"VariableLengthEnv needs 1 <= min_len <= max_len, got {min_len}, {max_len}")
+        if step_sleep_s < 0:
+            raise ValueError(f"VariableLengthEnv: step_sleep_s must be >= 0, got {step_sleep_s}")
+        self.min_len, self.max_len = int(min_len), int(max_len)
+        self.continuous = bool(continuous)
+        self.step_sleep_s = float(step_sleep_s)
+        self.render_mode = render_mode
+        self.observation_space = gym.spaces.Box(
+            low=np.array([-1.0, 0.0], dtype=np.float32),
+            high=np.array([1.0, 1.0], dtype=np.float32),
+            dtype=np.float32,
+        )
+        if self.continuous:
+            self.action_space = gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        else:
+            self.action_space = gym.spaces.Discrete(2)
+        self._signal = 0.0
+        self._t = 0
+        self._length = self.min_len
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self._signal, self._t / self._length], dtype=np.float32)
+
+    def reset(self, *, seed: Optional[int] = None, options=None):
+        super().reset(seed=seed)
+        self._length = int(self.np_random.integers(self.min_len, self.max_len + 1))
+        self._t = 0
+        self._signal = float(self.np_random.uniform(-1.0, 1.0))
+        return self._obs(), {"episode_length": self._length}
+
+    def step(self, action):
+        if self.step_sleep_s:
+            time.sleep(self.step_sleep_s)
+        target = 1.0 if self._signal > 0 else -1.0
+        if self.continuous:
+            a = float(np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[0], -1.0, 1.0))
+            reward = 1.0 - abs(a - target) / 2.0
+        else:
+            reward = 1.0 if int(action) == int(target > 0) else 0.0
+        self._t += 1
+        self._signal = float(self.np_random.uniform(-1.0, 1.0))
+        terminated = self._t >= self._length
+        return self._obs(), reward, terminated, False, {}

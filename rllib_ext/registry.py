@@ -1,0 +1,176 @@
+"""The one list of rllib_ext algorithm names, and their registration with Ray Tune.
+
+Each entry maps a name (what a user types: ``rllib train --algo IMPACT_EXT``,
+``tune.Tuner("IMPACT_EXT")``) to the ``"module:Class"`` of its :class:`Algorithm`, the paper
+it implements (a file in ``../shared/papers``) and a one-line summary shown by ``rllib list``.
+
+Registration (:func:`register_all`) is idempotent and runs on ``import rllib_ext``. It is also
+re-run after every ``ray.init()`` (a post-init hook): Tune's registry lives in the Ray job's
+key-value store, so a ``ray.shutdown(); ray.init()`` pair would otherwise forget our names.
+
+Laziness: Tune's registry stores a *pickled class*, so registering a name needs the class
+object; each algorithm's ``<algo>.py`` therefore holds only its Config and Algorithm and imports
+its learner, RL module and torch code lazily (``get_default_learner_class`` etc., as RLlib
+does). Everything else in this package (``cli``, ``common``, ``optim``) is imported only on use.
+A module that fails to import is reported (warning, and ``rllib list`` marks it broken) instead
+of breaking ``import rllib_ext`` for every other algorithm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+from typing import Dict, List, Optional, Type
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgoSpec:
+    """One registered algorithm.
+
+    Attributes:
+        name: The registered (Tune) name, e.g. ``"IMPACT_EXT"``.
+        algo_path: ``"module:Class"`` of the :class:`~ray.rllib.algorithms.Algorithm` subclass.
+        config_path: ``"module:Class"`` of its :class:`AlgorithmConfig` subclass.
+        paper: Paper file in ``../shared/papers`` the algorithm implements.
+        summary: One line for ``rllib list``.
+    """
+
+    name: str
+    algo_path: str
+    config_path: str
+    paper: str
+    summary: str
+
+
+# The one list of algorithm names. Add an entry when an algorithm lands; tests iterate over it.
+ALGORITHMS: Dict[str, AlgoSpec] = {
+    spec.name: spec
+    for spec in [
+        # Entries are added here as algorithms land, e.g.
+        # AlgoSpec("IMPACT_EXT", "rllib_ext.algorithms.impact.impact:IMPACT",
+        #          "rllib_ext.algorithms.impact.impact:IMPACTConfig", "004", "..."),
+    ]
+}
+
+# Gymnasium ids of the environments this package registers (see rllib_ext.envs).
+ENVS: Dict[str, str] = {
+    "rllib_ext/VariableLength-v0": "rllib_ext.envs:VariableLengthEnv",
+}
+
+_import_errors: Dict[str, str] = {}
+
+
+def _load(path: str):
+    module_name, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+def get_algorithm_class(name: str) -> Type:
+    """Returns the Algorithm class registered under ``name`` (imports its module)."""
+    return _load(ALGORITHMS[name].algo_path)
+
+
+def get_config_class(name: str) -> Type:
+    """Returns the AlgorithmConfig class of the algorithm registered under ``name``."""
+    return _load(ALGORITHMS[name].config_path)
+
+
+def import_errors() -> Dict[str, str]:
+    """Names whose module failed to import during registration, with the error."""
+    return dict(_import_errors)
+
+
+def rllib_builtin_names() -> List[str]:
+    """RLlib 2.60's own algorithm names (PPO, APPO, IMPALA, SAC, ...)."""
+    from ray.rllib.algorithms.registry import ALGORITHMS as RLLIB_ALGORITHMS
+
+    return sorted(RLLIB_ALGORITHMS)
+
+
+def all_names() -> List[str]:
+    """Every name the CLI accepts: ours first, then RLlib's built-ins."""
+    return sorted(ALGORITHMS) + rllib_builtin_names()
+
+
+def resolve_algorithm_class(name: str) -> Optional[Type]:
+    """Class for an rllib_ext or RLlib built-in name, or None if the name is unknown.
+
+    Does not start Ray.
+    """
+    if name in ALGORITHMS:
+        return get_algorithm_class(name)
+    if name in rllib_builtin_names():
+        from ray.rllib.algorithms.registry import _get_algorithm_class
+
+        return _get_algorithm_class(name)
+    return None
+
+
+def _register_envs() -> None:
+    import gymnasium as gym
+    from ray.tune.registry import ENV_CREATOR, _global_registry, register_env
+
+    for env_id, entry_point in ENVS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=entry_point)
+        # Tune's registry too, so that remote env runners (which never imported rllib_ext)
+        # can build the env from its name.
+        if not _global_registry.contains(ENV_CREATOR, env_id):
+            register_env(env_id, _make_registered_env(env_id))
+
+
+class _make_registered_env:
+    """Picklable env creator for Tune's registry: ``gym.make(env_id, **env_config)``."""
+
+    def __init__(self, env_id: str):
+        self.env_id = env_id
+
+    def __call__(self, env_config=None):
+        import gymnasium as gym
+
+        importlib.import_module(ENVS[self.env_id].partition(":")[0])
+        if self.env_id not in gym.registry:
+            gym.register(self.env_id, entry_point=ENVS[self.env_id])
+        kwargs = {k: v for k, v in dict(env_config or {}).items() if k != "num_envs"}
+        return gym.make(self.env_id, **kwargs)
+
+
+def register_all() -> List[str]:
+    """Registers every algorithm in :data:`ALGORITHMS` (and our envs) with Tune.
+
+    Idempotent: names already present in Tune's registry are skipped. Returns the names
+    registered by this call.
+    """
+    from ray.tune.registry import TRAINABLE_CLASS, _global_registry, register_trainable
+
+    _register_envs()
+    registered = []
+    for name in ALGORITHMS:
+        if _global_registry.contains(TRAINABLE_CLASS, name):
+            continue
+        try:
+            cls = get_algorithm_class(name)
+        except Exception as e:  # noqa: BLE001 - reported, never silently dropped
+            _import_errors[name] = f"{type(e).__name__}: {e}"
+            logger.warning("rllib_ext: could not import algorithm %s: %s", name, e)
+            continue
+        register_trainable(name, cls)
+        registered.append(name)
+    return registered
+
+
+_hook_installed = False
+
+
+def install_post_init_hook() -> None:
+    """Re-registers our names after every ``ray.init()`` (Tune's registry is per Ray job)."""
+    global _hook_installed
+    if _hook_installed:
+        return
+    import ray._private.worker
+
+    ray._private.worker._post_init_hooks.append(register_all)
+    _hook_installed = True
