@@ -1,0 +1,49 @@
+"""The full tuned examples (`make learning-tests`, not CI): each must reach its return threshold.
+
+Every ``tuned_examples/<algo>/<env>.yaml`` (RLlib's format: ``{name: {run, env, stop, config}}``)
+runs through the same path as ``rllib train file``; it passes when the best
+``env_runners/episode_return_mean`` reaches the ``stop`` value given for it (or ``pass_criteria``
+when the file has one), before the other stop criteria (the budget) end the run.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+from rllib_ext import cli
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = sorted(glob.glob(os.path.join(REPO, "tuned_examples", "*", "*.yaml")))
+
+
+def threshold(exp):
+    criteria = cli.normalize_stop(exp.get("pass_criteria") or exp.get("stop") or {})
+    if cli.RETURN_KEY not in criteria:
+        pytest.fail(f"tuned example has no {cli.RETURN_KEY} in pass_criteria or stop")
+    return float(criteria[cli.RETURN_KEY])
+
+
+@pytest.mark.learning
+@pytest.mark.parametrize("path", EXAMPLES, ids=[os.path.relpath(p, REPO) for p in EXAMPLES])
+def test_tuned_example_learns(ray_session, storage_path, path):
+    from ray import tune
+
+    for name, exp in cli.load_experiments(path):
+        algo_cls = cli.resolve_algorithm(str(exp["run"]))
+        config = cli.build_config(algo_cls, exp.get("env"), exp.get("config") or {})
+        cli.check_resources(algo_cls, config)
+        results = tune.Tuner(
+            str(exp["run"]),
+            param_space=config,
+            run_config=tune.RunConfig(
+                name=name, storage_path=storage_path, stop=cli.normalize_stop(exp["stop"]), verbose=0
+            ),
+        ).fit()
+        (result,) = list(results)
+        assert result.error is None, result.error
+        history = result.metrics_dataframe[cli.RETURN_KEY].dropna()
+        best, target = float(history.max()), threshold(exp)
+        assert best >= target, f"{name}: best return {best:.1f} < {target} within {exp['stop']}"
