@@ -49,9 +49,14 @@ class AlgoSpec:
 ALGORITHMS: Dict[str, AlgoSpec] = {
     spec.name: spec
     for spec in [
-        # Entries are added here as algorithms land, e.g.
-        # AlgoSpec("IMPACT_EXT", "rllib_ext.algorithms.impact.impact:IMPACT",
-        #          "rllib_ext.algorithms.impact.impact:IMPACTConfig", "004", "..."),
+        # Entries are added here as algorithms land.
+        AlgoSpec(
+            "IMPACT_EXT",
+            "rllib_ext.algorithms.impact.impact:IMPACT",
+            "rllib_ext.algorithms.impact.impact:IMPACTConfig",
+            "004",
+            "async actor-learner: clipped-target surrogate R3, V-trace GAE-lambda, circular buffer C(N,K)",
+        ),
     ]
 }
 

@@ -1,0 +1,401 @@
+"""IMPACT: Importance Weighted Asynchronous Architectures with Clipped Target Networks.
+
+Luo, Yao, Liaw, Liang, Stoica (ICLR 2020), ``../shared/papers/004_555154fd259f23fa.txt``,
+registered as ``IMPACT_EXT``.
+
+RLlib 2.60's APPO descends from IMPACT, but its torch loss clips the target-worker ratio at a
+hard-coded 2.0 (``target_worker_clipping`` is ignored), uses plain V-trace advantages instead of
+the paper's V-trace GAE-λ, and syncs its target network by trained env steps. IMPACT_EXT
+implements the paper: its own ``training_step`` follows Algorithm 1, the loss is Algorithm 1
+line 8 (see ``torch/impact_torch_learner.py``), and the circular buffer C(N, K) is a component of
+its own (``circular_buffer.py``).
+
+Data flow (Algorithm 1, Figure 1c):
+
+1. Env runners (workers) sample asynchronously, each with its own copy of the weights
+   (Worker-i lines 1-8); the driver collects whatever fragments are ready and groups them into
+   train batches of ``train_batch_size_per_learner`` env steps (size M).
+2. Each train batch goes into the circular buffer C(N, K) inside the Learner (line 4, 6).
+3. The learner draws batches; on a batch's first draw (k = 0) it evaluates the batch on the
+   target network and keeps that output in the batch (line 7); it computes the IMPACT loss and
+   updates (lines 8-9); a batch leaves the buffer after its K-th draw (line 10).
+4. The target network is synced every ``target_network_update_freq`` learner updates (default
+   n = N·K, §4.1.1), and the KL coefficient is adapted then (line 11).
+5. Weights are broadcast to the workers every ``broadcast_interval`` learner updates (line 12),
+   through RLlib's EnvRunnerStateServer (workers pull them at their next ``sample()``,
+   Worker-i line 7).
+
+Because the learner here runs in the training loop rather than in a free-running thread, it
+consumes every draw in the buffer after each collection of worker batches (the regime of the
+paper where the learner is faster than the workers). When more than N new batches arrive at once
+(workers faster than the learner) the oldest ones are replaced before being drawn K times, as
+in Figure 4a.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Optional, Type
+
+from typing_extensions import Self
+
+import ray
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.appo.appo import APPO, APPOConfig
+from ray.rllib.core import COMPONENT_ENV_TO_MODULE_CONNECTOR, COMPONENT_MODULE_TO_ENV_CONNECTOR
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ALL_MODULES,
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    MEAN_NUM_EPISODE_LISTS_RECEIVED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    NUM_SYNCH_WORKER_WEIGHTS,
+    SAMPLE_TIMER,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+
+logger = logging.getLogger(__name__)
+
+#: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
+#: R3 = πθ/max(πtarget, β·πworker) (IMPACT).
+SURROGATE_RATIOS = ("r1", "r2", "r3")
+#: Optimizers available without ``rllib_ext.optim``.
+BUILTIN_OPTIMIZERS = ("adam",)
+#: Optimizers of paper 000 §4, provided by ``rllib_ext.optim`` once that module exists.
+RLLIB_EXT_OPTIMIZERS = ("sgd", "msgd", "dsgd")
+
+
+def available_optimizers() -> List[str]:
+    """Optimizer names IMPACT accepts in this installation ("adam", plus rllib_ext.optim's)."""
+    names = list(BUILTIN_OPTIMIZERS)
+    try:
+        from rllib_ext import optim  # noqa: F401  (created by another work item)
+
+        get_cls = getattr(optim, "get_optimizer_class")
+        for name in RLLIB_EXT_OPTIMIZERS:
+            try:
+                get_cls(name)
+            except Exception:  # noqa: BLE001 - name not provided by this version
+                continue
+            names.append(name)
+    except Exception:  # noqa: BLE001 - rllib_ext.optim not installed (yet)
+        pass
+    return names
+
+
+class IMPACTConfig(APPOConfig):
+    """Configuration of IMPACT_EXT (paper 004).
+
+    Defaults follow the paper's Table 1 (discrete control) with RLlib's default network, which
+    is the paper's continuous-control network: two fully connected layers of 256 tanh units for
+    the policy and a critic of the same shape (``vf_share_layers=False``; set
+    ``model_config={"vf_share_layers": True}`` for a shared torso). Table 2 (continuous control)
+    is ``configs/impact_continuous.yaml``.
+
+    Settings that differ in meaning from APPO's:
+        target_network_update_freq: learner updates between target-network syncs (Algorithm 1
+            ``t_target``); None (default) means n = N·K, the paper's §4.1.1 benchmark. (APPO
+            counts multiples of N·K·batch size in trained env steps.)
+        target_worker_clipping: ρ ≥ 1 of R3 (β = 1/ρ). APPO ignores it; here it is used.
+        lambda_: λ of the V-trace GAE-λ advantage (§3.1).
+        broadcast_interval: learner updates between weight broadcasts (``t_frequency``).
+
+    Example:
+        >>> from rllib_ext import IMPACTConfig
+        >>> config = IMPACTConfig().environment("CartPole-v1").training(lr=5e-4)
+        >>> algo = config.build_algo()  # doctest: +SKIP
+    """
+
+    def __init__(self, algo_class=None):
+        """Initializes an IMPACTConfig with the paper's Table 1 values."""
+        super().__init__(algo_class=algo_class or IMPACT)
+
+        # Table 1 (discrete environments), IMPACT column.
+        self.clip_param = 0.3
+        self.entropy_coeff = 0.01
+        self.grad_clip = 10.0
+        self.grad_clip_by = "global_norm"
+        self.gamma = 0.99
+        self.lambda_ = 0.995
+        self.lr = 1e-4
+        self.circular_buffer_num_batches = 4  # N
+        self.circular_buffer_iterations_per_batch = 2  # K
+        self.rollout_fragment_length = 50  # sample batch size
+        self.train_batch_size_per_learner = 500  # M
+        self.use_kl_loss = True
+        self.kl_coeff = 0.0  # Table 1 lists 0.0 for discrete; Table 2 uses 1.0
+        self.kl_target = 0.01
+        self.vf_loss_coeff = 1.0
+        self.target_worker_clipping = 2.0  # ρ
+
+        # Algorithm 1.
+        self.target_network_update_freq = None  # None -> N * K learner updates (§4.1.1)
+        self.broadcast_interval = 1
+        self.tau = 1.0  # the paper copies the weights: (θ', w') <- (θ, w)
+
+        # IMPACT_EXT specific.
+        self.surrogate_ratio = "r3"
+        self.optimizer = "adam"
+        self.optimizer_kwargs = {}
+        # V-trace truncations ρ̄ (on δ and on the value targets) and c̄ are RLlib's
+        # `vtrace_clip_rho_threshold` (1.0) and `vtrace_clip_pg_rho_threshold` (1.0); c̄ = 1.0.
+
+        # Execution: the learner runs in the driver (one local Learner) on small machines;
+        # `num_learners=1` puts it in its own actor (e.g. on a GPU).
+        self.num_learners = 0
+        self.num_env_runners = 2
+        # Seconds the driver waits for worker batches when the buffer has nothing to draw
+        # (0 would busy-spin the driver, costing a CPU core the workers need).
+        self.timeout_s_sampler_manager = 0.01
+        self.min_time_s_per_iteration = 10
+
+    @override(APPOConfig)
+    def training(
+        self,
+        *,
+        surrogate_ratio: Optional[str] = NotProvided,
+        optimizer: Optional[str] = NotProvided,
+        optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
+        **kwargs,
+    ) -> Self:
+        """Sets the training configuration (APPO's settings plus IMPACT_EXT's own).
+
+        Args:
+            surrogate_ratio: "r3" (IMPACT, default), "r1" (πθ/πtarget) or "r2" (πθ/πworker),
+                the ablation of paper 004 §4.1.
+            optimizer: Optimizer name: "adam" (default), or "sgd", "msgd", "dsgd" from
+                ``rllib_ext.optim`` (paper 000 §4) once that module is installed.
+            optimizer_kwargs: Extra keyword arguments for the optimizer's constructor (the
+                learning rate always comes from ``lr``).
+            **kwargs: Any setting of :class:`APPOConfig.training` / :class:`IMPALAConfig`,
+                e.g. ``target_worker_clipping`` (ρ), ``circular_buffer_num_batches`` (N),
+                ``circular_buffer_iterations_per_batch`` (K), ``target_network_update_freq``
+                (updates between target syncs; None = N·K), ``broadcast_interval``,
+                ``clip_param`` (ε), ``lambda_`` (λ), ``use_kl_loss``, ``kl_coeff``,
+                ``kl_target``, ``vf_loss_coeff``, ``entropy_coeff``, ``grad_clip``.
+
+        Returns:
+            This updated config.
+        """
+        super().training(**kwargs)
+        if surrogate_ratio is not NotProvided:
+            self.surrogate_ratio = surrogate_ratio
+        if optimizer is not NotProvided:
+            self.optimizer = optimizer
+        if optimizer_kwargs is not NotProvided:
+            self.optimizer_kwargs = dict(optimizer_kwargs or {})
+        return self
+
+    @property
+    def target_update_interval(self) -> int:
+        """n: learner updates between target-network syncs (N·K unless set)."""
+        if self.target_network_update_freq is None:
+            return int(self.circular_buffer_num_batches) * int(self.circular_buffer_iterations_per_batch)
+        return int(self.target_network_update_freq)
+
+    @override(APPOConfig)
+    def validate(self) -> None:
+        """Checks IMPACT's settings (before any actor starts), then APPO's."""
+        rho = self.target_worker_clipping
+        if not isinstance(rho, (int, float)) or isinstance(rho, bool) or rho <= 0:
+            self._value_error(
+                f"`target_worker_clipping` (rho) must be a number >= 1, got {rho!r}: beta = "
+                "1/rho must be in (0, 1] (paper 004 §3.1)"
+            )
+        if rho < 1.0:
+            self._value_error(
+                f"`target_worker_clipping` (rho) must be >= 1, got {rho}: the paper requires "
+                "rho >= 1 so that beta = 1/rho <= 1 (paper 004 §3.1)"
+            )
+        for name, label in (
+            ("circular_buffer_num_batches", "N"),
+            ("circular_buffer_iterations_per_batch", "K"),
+        ):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                self._value_error(f"`{name}` ({label}) must be an integer >= 1, got {value!r}")
+        freq = self.target_network_update_freq
+        if freq is not None and (not isinstance(freq, int) or isinstance(freq, bool) or freq < 1):
+            self._value_error(
+                "`target_network_update_freq` must be None (= N*K learner updates) or an "
+                f"integer >= 1 (learner updates between target syncs), got {freq!r}"
+            )
+        bi = self.broadcast_interval
+        if not isinstance(bi, int) or isinstance(bi, bool) or bi < 1:
+            self._value_error(f"`broadcast_interval` must be an integer >= 1, got {bi!r}")
+        if self.surrogate_ratio not in SURROGATE_RATIOS:
+            self._value_error(
+                f"`surrogate_ratio` must be one of {', '.join(SURROGATE_RATIOS)}, got "
+                f"{self.surrogate_ratio!r}"
+            )
+        if not isinstance(self.optimizer, str) or self.optimizer.lower() not in available_optimizers():
+            hint = ""
+            if isinstance(self.optimizer, str) and self.optimizer.lower() in RLLIB_EXT_OPTIMIZERS:
+                hint = (
+                    f" ({self.optimizer!r} comes from rllib_ext.optim, which is not installed "
+                    "in this version)"
+                )
+            self._value_error(
+                f"`optimizer` must be one of {', '.join(available_optimizers())}, got "
+                f"{self.optimizer!r}{hint}"
+            )
+        if not isinstance(self.optimizer_kwargs, dict):
+            self._value_error(f"`optimizer_kwargs` must be a dict, got {self.optimizer_kwargs!r}")
+        if not isinstance(self.clip_param, (int, float)) or self.clip_param <= 0:
+            self._value_error(f"`clip_param` (epsilon) must be > 0, got {self.clip_param!r}")
+        if not isinstance(self.lambda_, (int, float)) or not 0.0 <= self.lambda_ <= 1.0:
+            self._value_error(f"`lambda_` must be in [0, 1], got {self.lambda_!r}")
+        if self.use_kl_loss and (not isinstance(self.kl_target, (int, float)) or self.kl_target <= 0):
+            self._value_error(f"`kl_target` must be > 0 when `use_kl_loss=True`, got {self.kl_target!r}")
+        if self.use_kl_loss and (not isinstance(self.kl_coeff, (int, float)) or self.kl_coeff < 0):
+            self._value_error(f"`kl_coeff` must be >= 0, got {self.kl_coeff!r}")
+        if not self.use_circular_buffer:
+            self._value_error("IMPACT_EXT always uses its circular buffer: `use_circular_buffer` must be True")
+        if self.num_learners > 1:
+            self._value_error(
+                f"IMPACT_EXT supports `num_learners` 0 (learner in the driver) or 1, got "
+                f"{self.num_learners}: the circular buffer lives in the one Learner"
+            )
+        if self.num_aggregator_actors_per_learner > 0:
+            self._value_error("IMPACT_EXT does not use aggregator actors: set `num_aggregator_actors_per_learner=0`")
+        super().validate()
+
+    @override(APPOConfig)
+    def get_default_learner_class(self):
+        """IMPACTTorchLearner (imported lazily)."""
+        if self.framework_str != "torch":
+            raise ValueError(f"IMPACT_EXT supports framework='torch' only, got {self.framework_str!r}")
+        from rllib_ext.algorithms.impact.torch.impact_torch_learner import IMPACTTorchLearner
+
+        return IMPACTTorchLearner
+
+    @override(APPOConfig)
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """RLlib's APPO module: actor-critic with a target copy of the policy (TargetNetworkAPI)."""
+        from ray.rllib.algorithms.appo.torch.default_appo_torch_rl_module import DefaultAPPOTorchRLModule
+
+        return RLModuleSpec(module_class=DefaultAPPOTorchRLModule)
+
+
+class IMPACT(APPO):
+    """IMPACT_EXT: IMPACT's Algorithm 1 on RLlib's env runners, learner and Tune.
+
+    See the module docstring for the data flow; the loss is in
+    :class:`~rllib_ext.algorithms.impact.torch.impact_torch_learner.IMPACTTorchLearner`.
+    """
+
+    @classmethod
+    @override(APPO)
+    def get_default_config(cls) -> IMPACTConfig:
+        """The paper's Table 1 defaults."""
+        return IMPACTConfig()
+
+    @override(APPO)
+    def setup(self, config: AlgorithmConfig):
+        """RLlib's IMPALA setup (env runners, weights server, learner group) plus counters."""
+        super().setup(config)
+        self._impact_num_broadcasts = 0
+
+    @override(APPO)
+    def training_step(self) -> None:
+        """One pass of Algorithm 1: collect worker batches, fill C(N, K), draw and update.
+
+        Learner updates, target syncs (line 11) and the decision to broadcast (line 12) are
+        counted per learner update inside the Learner; this method ships the weights when the
+        Learner reports a broadcast is due.
+        """
+        # Worker-i lines 1-6: asynchronous sampling; take whatever is ready.
+        with self.metrics.log_time((TIMERS, SAMPLE_TIMER)):
+            episode_refs, connector_states, env_runner_metrics = self._impact_sample()
+            self.metrics.aggregate(env_runner_metrics, key=ENV_RUNNER_RESULTS)
+            self.metrics.log_value((ENV_RUNNER_RESULTS, MEAN_NUM_EPISODE_LISTS_RECEIVED), len(episode_refs))
+
+        # Group fragments into train batches of M env steps (IMPALA's packing).
+        packages = self._pre_queue_episode_refs(episode_refs, package_size=self.config.train_batch_size_per_learner)
+        if not packages and not self._impact_buffer_has_draws:
+            return
+
+        timesteps = {
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
+                (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
+            ),
+            NUM_ENV_STEPS_TRAINED_LIFETIME: self.metrics.peek(
+                (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME), default=0
+            ),
+        }
+        # Algorithm 1 lines 6-12 run in the Learner (where the buffer lives).
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            call_results = self.learner_group.foreach_learner(
+                lambda learner, _p=packages, _t=timesteps: learner.impact_update(packages=_p, timesteps=_t)
+            )
+            outs = [r.get() for r in call_results]
+        rl_module_state = None
+        learner_results = []
+        for out in outs:
+            self._impact_buffer_has_draws = out["num_draws_left"] > 0
+            if out.get("rl_module_state") is not None:
+                rl_module_state = out["rl_module_state"]
+            if out.get("results"):
+                learner_results.append(out["results"])
+        if learner_results:
+            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+
+        # Algorithm 1 line 12 / Worker-i line 7: broadcast the weights.
+        if rl_module_state is not None:
+            self._impact_broadcast(rl_module_state, connector_states)
+
+    _impact_buffer_has_draws = False
+
+    def _impact_sample(self):
+        """Fetches ready worker results (relaunching sampling on them), or samples locally."""
+        if self.env_runner_group.num_healthy_remote_workers() > 0:
+            timeout = 0.0 if self._impact_buffer_has_draws else self.config.timeout_s_sampler_manager
+            results = self.env_runner_group.foreach_env_runner_async_fetch_ready(
+                func="sample_get_state_and_metrics",
+                tag="impact_sample",
+                timeout_seconds=timeout,
+                return_obj_refs=False,
+            )
+            episode_refs, connector_states, metrics = [], [], []
+            for episodes_ref, states, m in results:
+                episode_refs.append(episodes_ref)
+                connector_states.append(states)
+                metrics.append(m)
+            return episode_refs, connector_states, metrics
+        # No remote workers (num_env_runners=0): the local runner samples synchronously.
+        episodes = self.env_runner.sample()
+        states = self.env_runner.get_state(
+            components=[COMPONENT_ENV_TO_MODULE_CONNECTOR, COMPONENT_MODULE_TO_ENV_CONNECTOR]
+        )
+        return [ray.put(episodes)], [states], [self.env_runner.get_metrics()]
+
+    def _impact_broadcast(self, rl_module_state: Dict[str, Any], connector_states: List[Dict]) -> None:
+        """Ships learner weights (and merged connector states) to the workers."""
+        self._impact_num_broadcasts += 1
+        self.metrics.log_value(NUM_SYNCH_WORKER_WEIGHTS, 1, reduce="sum")
+        env_steps = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            if self._env_runner_state_server is not None:
+                state = self.env_runner_group.get_merged_env_runner_state(
+                    config=self.config,
+                    connector_states=connector_states,
+                    rl_module_state=rl_module_state,
+                    env_steps_sampled=env_steps,
+                    env_to_module=self.env_to_module_connector,
+                    module_to_env=self.module_to_env_connector,
+                )
+                self._env_runner_state_server.push.remote(state)
+            else:
+                self.env_runner_group.sync_env_runner_states(
+                    config=self.config,
+                    connector_states=connector_states,
+                    rl_module_state=rl_module_state,
+                    env_steps_sampled=env_steps,
+                    env_to_module=self.env_to_module_connector,
+                    module_to_env=self.module_to_env_connector,
+                )

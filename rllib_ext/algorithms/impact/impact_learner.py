@@ -1,0 +1,287 @@
+"""IMPACT's Learner: the circular buffer, the draw/update loop, target syncs and the KL coefficient.
+
+Framework-neutral part of Algorithm 1 (paper 004), lines 4 and 6-12:
+
+* line 4: the circular buffer C(N, K) lives here (see ``circular_buffer.py`` for why here and
+  not in a replay actor);
+* line 6-7: :meth:`IMPACTLearner.impact_update` draws batches; on a batch's first draw (k = 0)
+  the framework subclass evaluates it on the target network and stores that output in the
+  batch (:meth:`IMPACTLearner._attach_target_outputs`);
+* line 8-9: one gradient step per draw through RLlib's ``Learner.update``;
+* line 10: the buffer discards a batch after its K-th draw;
+* line 11: the target network is synced every n = ``target_update_interval`` learner updates,
+  and the KL coefficient is adapted toward ``kl_target`` from the mean KL(πtarget‖πθ) measured
+  since the previous sync (PPO's per-iteration rule, one "iteration" being one target period);
+* line 12: every ``broadcast_interval`` updates the module weights are returned to the
+  Algorithm, which ships them to the workers.
+
+Everything a checkpoint must carry beyond RLlib's components (KL coefficients, update and sync
+counters) goes through :meth:`get_state` / :meth:`set_state`; the target network's weights are
+part of the RLModule's state. The buffer's contents are transient (like APPO's) and are not
+checkpointed.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections import defaultdict
+from typing import Any, Dict, List, Optional
+
+import ray
+from ray.rllib.core import COMPONENT_RL_MODULE
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.core.learner.training_data import TrainingData
+from ray.rllib.core.learner.utils import update_target_network
+from ray.rllib.core.rl_module.apis import TargetNetworkAPI, ValueFunctionAPI
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.lambda_defaultdict import LambdaDefaultDict
+from ray.rllib.utils.metrics import ALL_MODULES, NUM_ENV_STEPS_SAMPLED_LIFETIME
+from ray.rllib.utils.schedules.scheduler import Scheduler
+from ray.rllib.utils.typing import ModuleID, StateDict
+
+from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
+from rllib_ext.algorithms.impact.utils import adapt_kl_coeff
+
+# Columns the learner adds to a batch at its first draw (k = 0), Algorithm 1 line 7.
+TARGET_LOGP = "impact_target_logp"
+TARGET_DIST_INPUTS = "impact_target_action_dist_inputs"
+
+# Metric keys beyond RLlib's (per module unless under ALL_MODULES).
+KL_KEY = "mean_kl_loss"
+KL_COEFF_KEY = "curr_kl_coeff"
+ENTROPY_COEFF_KEY = "curr_entropy_coeff"
+NUM_TARGET_SYNCS_KEY = "num_target_syncs_lifetime"
+NUM_LEARNER_UPDATES_KEY = "num_learner_updates_lifetime"
+BUFFER_FILL_KEY = "circular_buffer_fill"
+BUFFER_HELD_KEY = "circular_buffer_num_batches_held"
+MEAN_DRAWS_KEY = "circular_buffer_mean_draws_per_batch"
+DROPPED_KEY = "circular_buffer_num_dropped_lifetime"
+STATE_KEY = "impact"
+
+
+class IMPACTLearner(Learner):
+    """Learner holding C(N, K) and running Algorithm 1 lines 6-12 (see module docstring).
+
+    Framework subclasses implement :meth:`_attach_target_outputs` and the loss.
+    """
+
+    @override(Learner)
+    def build(self) -> None:
+        """Builds RLlib's learner, then the buffer, target networks and KL coefficients."""
+        super().build()
+        self._buffer = CircularBuffer(
+            num_batches=self.config.circular_buffer_num_batches,
+            iterations_per_batch=self.config.circular_buffer_iterations_per_batch,
+            seed=self.config.seed,
+        )
+        # Algorithm 1 line 2: (θ', w') <- (θ, w).
+        self.module.foreach_module(
+            lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None
+        )
+        self.curr_kl_coeffs_per_module: Dict[ModuleID, Any] = LambdaDefaultDict(
+            lambda module_id: self._get_tensor_variable(float(self.config.get_config_for_module(module_id).kl_coeff))
+        )
+        self.entropy_coeff_schedulers_per_module: Dict[ModuleID, Scheduler] = LambdaDefaultDict(
+            lambda module_id: Scheduler(
+                fixed_value_or_schedule=self.config.get_config_for_module(module_id).entropy_coeff,
+                framework=self.framework,
+                device=self._device,
+            )
+        )
+        self._num_updates = 0
+        self._num_target_syncs = 0
+        self._kl_sum: Dict[ModuleID, float] = defaultdict(float)
+        self._kl_count: Dict[ModuleID, int] = defaultdict(int)
+        # Mean KL of the latest update per module, set by the loss (a tensor).
+        self._last_kl: Dict[ModuleID, Any] = {}
+
+    # ------------------------------------------------------------------------------------
+    # Algorithm 1, learner side.
+    # ------------------------------------------------------------------------------------
+    def impact_update(
+        self,
+        *,
+        packages: List[List[ray.ObjectRef]],
+        timesteps: Dict[str, Any],
+        max_updates: Optional[int] = None,
+    ) -> Dict[str, Any]:
+        """Adds worker batches to C(N, K), then draws and updates until no draw is left.
+
+        Args:
+            packages: Train batches, each a list of references to the episode lists one
+                worker ``sample()`` returned (IMPALA's packing to M env steps).
+            timesteps: RLlib's timesteps dict (sampled/trained lifetime env steps).
+            max_updates: Optional cap on the updates of this call (None: every draw left).
+
+        Returns:
+            ``results`` (reduced metrics), ``num_updates`` (this call), ``num_draws_left`` and
+            ``rl_module_state`` (weights to broadcast, or None when no broadcast is due).
+        """
+        for refs in packages:
+            training_data = TrainingData(episodes_refs=refs)
+            training_data.solve_refs()
+            batch = self._make_batch_if_necessary(training_data=training_data)
+            dropped = self._buffer.put(batch)  # line 6 input; overflow drops the oldest
+            if dropped is not None:
+                self.metrics.log_value((ALL_MODULES, DROPPED_KEY), 1, reduce="lifetime_sum")
+
+        updates_before = self._num_updates
+        while len(self._buffer) and (max_updates is None or self._num_updates - updates_before < max_updates):
+            batch, k = self._buffer.draw()  # line 6
+            if k == 0:
+                self._attach_target_outputs(batch)  # line 7
+            # Lines 8-9 (the loss is the framework subclass'); lines 10-11 in the buffer
+            # and in `after_gradient_based_update`.
+            Learner.update(self, batch=batch, timesteps=timesteps, _no_metrics_reduce=True)
+
+        draws = self._buffer.pop_evicted_draw_counts()
+        if draws:
+            self.metrics.log_value((ALL_MODULES, MEAN_DRAWS_KEY), sum(draws) / len(draws), window=1)
+        self.metrics.log_value((ALL_MODULES, BUFFER_FILL_KEY), self._buffer.fill, window=1)
+        self.metrics.log_value((ALL_MODULES, BUFFER_HELD_KEY), len(self._buffer), window=1)
+
+        # Line 12: broadcast when the update counter crossed a multiple of t_frequency.
+        interval = self.config.broadcast_interval
+        rl_module_state = None
+        if self._num_updates // interval > updates_before // interval:
+            rl_module_state = self.get_state(
+                components=[
+                    COMPONENT_RL_MODULE + "/" + mid
+                    for mid in self.module.keys()
+                    if self.should_module_be_updated(mid)
+                ],
+                inference_only=True,
+            )
+            rl_module_state[COMPONENT_RL_MODULE] = ray.put(rl_module_state[COMPONENT_RL_MODULE])
+        return {
+            "results": self.metrics.reduce(),
+            "num_updates": self._num_updates - updates_before,
+            "num_draws_left": self._buffer.num_draws_left,
+            "rl_module_state": rl_module_state,
+        }
+
+    @property
+    def buffer(self) -> CircularBuffer:
+        """The circular buffer C(N, K)."""
+        return self._buffer
+
+    @property
+    def num_updates(self) -> int:
+        """Learner updates so far (t of Algorithm 1)."""
+        return self._num_updates
+
+    @property
+    def num_target_syncs(self) -> int:
+        """Target-network syncs so far."""
+        return self._num_target_syncs
+
+    @abc.abstractmethod
+    def _attach_target_outputs(self, batch) -> None:
+        """Evaluates ``batch`` (a MultiAgentBatch) on the target network and stores the result.
+
+        Adds the columns :data:`TARGET_DIST_INPUTS` and :data:`TARGET_LOGP` to each module's
+        batch (Algorithm 1 line 7); later draws of the batch reuse them.
+        """
+
+    def sync_target_networks(self) -> None:
+        """(θ', w') <- (θ, w) for every module (Algorithm 1 line 11; τ = 1 copies)."""
+        for module_id, module in self.module._rl_modules.items():
+            module = module.unwrapped()
+            if not isinstance(module, TargetNetworkAPI):
+                continue
+            tau = self.config.get_config_for_module(module_id).tau
+            for main_net, target_net in module.get_target_network_pairs():
+                update_target_network(main_net=main_net, target_net=target_net, tau=tau)
+        self._num_target_syncs += 1
+        self.metrics.log_value((ALL_MODULES, NUM_TARGET_SYNCS_KEY), 1, reduce="lifetime_sum")
+
+    def _adapt_kl_coeffs(self) -> None:
+        """η <- adapt(η, mean KL since the last target sync) per module (see ``adapt_kl_coeff``)."""
+        for module_id in list(self._kl_count):
+            config = self.config.get_config_for_module(module_id)
+            if not config.use_kl_loss or self._kl_count[module_id] == 0:
+                continue
+            mean_kl = self._kl_sum[module_id] / self._kl_count[module_id]
+            var = self.curr_kl_coeffs_per_module[module_id]
+            new = adapt_kl_coeff(float(var.item()), mean_kl, config.kl_target)
+            self._set_kl_coeff(module_id, new)
+            self.metrics.log_value((module_id, KL_COEFF_KEY), new, window=1)
+        self._kl_sum.clear()
+        self._kl_count.clear()
+
+    @abc.abstractmethod
+    def _set_kl_coeff(self, module_id: ModuleID, value: float) -> None:
+        """Writes ``value`` into the module's KL coefficient variable."""
+
+    # ------------------------------------------------------------------------------------
+    # RLlib hooks.
+    # ------------------------------------------------------------------------------------
+    @override(Learner)
+    def before_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
+        """Advances the entropy-coefficient schedules (as IMPALA's learner does)."""
+        super().before_gradient_based_update(timesteps=timesteps)
+        for module_id in self.module.keys():
+            value = self.entropy_coeff_schedulers_per_module[module_id].update(
+                timestep=timesteps.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)
+            )
+            self.metrics.log_value((module_id, ENTROPY_COEFF_KEY), value, window=1)
+
+    @override(Learner)
+    def after_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
+        """Counts the update; every n updates syncs the target network and adapts η (line 11)."""
+        super().after_gradient_based_update(timesteps=timesteps)
+        self._num_updates += 1
+        self.metrics.log_value((ALL_MODULES, NUM_LEARNER_UPDATES_KEY), 1, reduce="lifetime_sum")
+        for module_id, kl in self._last_kl.items():
+            self._kl_sum[module_id] += float(kl)
+            self._kl_count[module_id] += 1
+        self._last_kl.clear()
+        if self._num_updates % self.config.target_update_interval == 0:
+            self._adapt_kl_coeffs()
+            self.sync_target_networks()
+
+    @override(Learner)
+    def add_module(self, *, module_id: ModuleID, module_spec: RLModuleSpec, **kwargs):
+        """Adds a module and builds its target networks."""
+        spec = super().add_module(module_id=module_id, module_spec=module_spec, **kwargs)
+        if isinstance(self.module[module_id].unwrapped(), TargetNetworkAPI):
+            self.module[module_id].unwrapped().make_target_networks()
+        return spec
+
+    @override(Learner)
+    def remove_module(self, module_id: ModuleID, **kwargs):
+        """Removes a module and its coefficients."""
+        spec = super().remove_module(module_id, **kwargs)
+        self.curr_kl_coeffs_per_module.pop(module_id, None)
+        self.entropy_coeff_schedulers_per_module.pop(module_id, None)
+        return spec
+
+    @classmethod
+    @override(Learner)
+    def rl_module_required_apis(cls) -> list:
+        """IMPACT needs a value function and a target network."""
+        return [TargetNetworkAPI, ValueFunctionAPI]
+
+    @override(Learner)
+    def get_state(self, components=None, *, not_components=None, **kwargs) -> StateDict:
+        """RLlib's learner state plus KL coefficients and update/sync counters."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self._check_component(STATE_KEY, components, not_components):
+            state[STATE_KEY] = {
+                "kl_coeffs": {mid: float(v.item()) for mid, v in self.curr_kl_coeffs_per_module.items()},
+                "num_updates": self._num_updates,
+                "num_target_syncs": self._num_target_syncs,
+            }
+        return state
+
+    @override(Learner)
+    def set_state(self, state: StateDict) -> None:
+        """Restores RLlib's learner state, KL coefficients and counters."""
+        super().set_state(state)
+        impact = state.get(STATE_KEY)
+        if impact:
+            for mid, value in impact.get("kl_coeffs", {}).items():
+                self._set_kl_coeff(mid, value)
+            self._num_updates = int(impact.get("num_updates", self._num_updates))
+            self._num_target_syncs = int(impact.get("num_target_syncs", self._num_target_syncs))

@@ -1,0 +1,208 @@
+"""IMPACT's loss in torch (paper 004, Algorithm 1 line 8; §3.1; §4.1).
+
+Read top to bottom, :meth:`IMPACTTorchLearner.compute_loss_for_module` computes:
+
+1. log-probabilities of the taken actions under πθ (learner, with gradient), πtarget (target
+   network, cached at the batch's first draw) and πworker (behaviour, from the env runner);
+2. V-trace value targets v_s (RLlib's ``vtrace_torch``) and V-trace GAE-λ advantages (§3.1,
+   Han & Sung 2019), both with importance weights πtarget/πworker, and the values of the
+   current critic;
+3. the surrogate ratio R (R3 = πθ / max(πtarget, β πworker), β = 1/ρ, or the ablation R1/R2 of
+   §4.1) inside PPO's ε-clipped objective min(R·A, clip(R, 1−ε, 1+ε)·A);
+4. value loss ½ (V(s) − v_s)², entropy bonus, and the KL(πtarget ‖ πθ) penalty η·KL;
+   total = −surrogate + c_vf · value loss − c_ent · entropy + η · KL.
+Gradients are clipped by global norm (``grad_clip``) by RLlib's ``postprocess_gradients``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict
+
+import torch
+
+from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
+from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.typing import ModuleID, TensorType
+
+from rllib_ext.algorithms.impact.impact_learner import (
+    KL_COEFF_KEY,
+    KL_KEY,
+    TARGET_DIST_INPUTS,
+    TARGET_LOGP,
+    IMPACTLearner,
+)
+from rllib_ext.algorithms.impact.utils import (
+    clipped_surrogate,
+    masked_mean,
+    ratio_stats,
+    surrogate_log_ratio,
+    vtrace_gae_lambda,
+    vtrace_targets,
+)
+
+
+def get_optimizer_class(name: str) -> type:
+    """torch optimizer class for an IMPACT ``optimizer`` name.
+
+    "adam" is ``torch.optim.Adam``; "sgd", "msgd", "dsgd" (paper 000 §4) come from
+    ``rllib_ext.optim.get_optimizer_class`` when that module is installed.
+
+    Raises:
+        ValueError: For a name no installed module provides.
+    """
+    key = name.lower()
+    if key == "adam":
+        return torch.optim.Adam
+    try:
+        from rllib_ext.optim import get_optimizer_class as _get
+    except ImportError as e:
+        raise ValueError(f"optimizer {name!r} needs rllib_ext.optim, which is not installed: {e}")
+    return _get(key)
+
+
+class IMPACTTorchLearner(IMPACTLearner, TorchLearner):
+    """Torch implementation of IMPACT's loss, target evaluation and optimizer choice."""
+
+    @override(TorchLearner)
+    def configure_optimizers_for_module(self, module_id: ModuleID, config=None) -> None:
+        """One optimizer over the module's parameters, chosen by ``config.optimizer``."""
+        config = config or self.config.get_config_for_module(module_id)
+        params = self.get_parameters(self._module[module_id])
+        kwargs = dict(config.optimizer_kwargs or {})
+        kwargs.pop("lr", None)
+        lr0 = config.lr if isinstance(config.lr, (int, float)) else config.lr[0][1]
+        optimizer = get_optimizer_class(config.optimizer)(params, lr=lr0, **kwargs)
+        self.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
+
+    @override(IMPACTLearner)
+    def _attach_target_outputs(self, batch) -> None:
+        """Algorithm 1 line 7: evaluate the batch on θ' once (k = 0) and keep the output."""
+        with torch.no_grad():
+            for module_id, module_batch in batch.policy_batches.items():
+                module = self.module[module_id].unwrapped()
+                dist_inputs = module.forward_target(module_batch)[TARGET_NETWORK_ACTION_DIST_INPUTS]
+                dist = module.get_train_action_dist_cls().from_logits(dist_inputs)
+                module_batch[TARGET_DIST_INPUTS] = dist_inputs
+                module_batch[TARGET_LOGP] = dist.logp(module_batch[Columns.ACTIONS])
+
+    @override(IMPACTLearner)
+    def _set_kl_coeff(self, module_id: ModuleID, value: float) -> None:
+        self.curr_kl_coeffs_per_module[module_id].data.fill_(float(value))
+
+    @override(TorchLearner)
+    def compute_loss_for_module(
+        self,
+        *,
+        module_id: ModuleID,
+        config,
+        batch: Dict[str, Any],
+        fwd_out: Dict[str, TensorType],
+    ) -> TensorType:
+        """The IMPACT objective of Algorithm 1 line 8 for one module (see module docstring)."""
+        module = self.module[module_id].unwrapped()
+
+        def tm(x):
+            # [B*T] -> time-major [T, B], as RLlib's IMPALA/APPO learners lay out V-trace.
+            return make_time_major(
+                x, trajectory_len=config.get_rollout_fragment_length(), recurrent_seq_len=batch.get("seq_lens")
+            )
+
+        mask = batch[Columns.LOSS_MASK].float()
+        count = torch.sum(mask)
+        mask_tm = tm(mask)
+
+        # 1. The three policies' log-likelihoods of the taken actions.
+        dist_cls = module.get_train_action_dist_cls()
+        pi_theta = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        pi_target = dist_cls.from_logits(batch[TARGET_DIST_INPUTS])
+        logp_theta = tm(pi_theta.logp(batch[Columns.ACTIONS]))
+        logp_target = tm(batch[TARGET_LOGP])
+        logp_worker = tm(batch[Columns.ACTION_LOGP])
+
+        # 2. V-trace targets and V-trace GAE-λ advantages (§3.1), importance weights
+        #    πtarget/πworker. RLlib appends one bootstrap ("phantom") step per episode chunk
+        #    (loss_mask = 0): its discount is 0 and its reward is set to V(s) so that its TD
+        #    error is 0 and the chunk's last real step bootstraps from V(s_T) exactly.
+        values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+        values_tm = tm(values)
+        v_const = values_tm.detach()
+        discounts = (1.0 - tm(batch[Columns.TERMINATEDS]).float()) * config.gamma * mask_tm
+        rewards = tm(batch[Columns.REWARDS]) * mask_tm + (1.0 - mask_tm) * v_const
+        # Bootstrap for each time-major column: the first value of the next column (the
+        # flat batch is one continuous sequence); the last column ends on a phantom step.
+        bootstrap = torch.cat([v_const[0][1:], v_const[0][0:1]], dim=0)
+        vs, _ = vtrace_targets(
+            target_logp=logp_target,
+            behaviour_logp=logp_worker,
+            discounts=discounts,
+            rewards=rewards,
+            values=v_const,
+            bootstrap_values=bootstrap,
+            rho_bar=config.vtrace_clip_rho_threshold,
+            pg_rho_bar=config.vtrace_clip_pg_rho_threshold,
+        )
+        advantages = vtrace_gae_lambda(
+            target_logp=logp_target,
+            behaviour_logp=logp_worker,
+            discounts=discounts,
+            rewards=rewards,
+            values=v_const,
+            bootstrap_values=bootstrap,
+            lam=config.lambda_,
+            rho_bar=config.vtrace_clip_rho_threshold,
+            c_bar=1.0,
+        )
+
+        # 3. Surrogate ratio (R3 by default, Algorithm 1 line 8 / §4.1) with PPO's ε-clip.
+        rho = float(config.target_worker_clipping)
+        log_ratio = surrogate_log_ratio(
+            config.surrogate_ratio,
+            logp_theta=logp_theta,
+            logp_target=logp_target,
+            logp_worker=logp_worker,
+            rho=rho,
+        )
+        ratio = torch.exp(log_ratio)
+        surrogate = clipped_surrogate(ratio, advantages, config.clip_param)
+        mean_pi_loss = -masked_mean(surrogate, mask_tm, count)
+
+        # 4. Value loss on the V-trace targets, entropy bonus, KL(πtarget ‖ πθ) penalty.
+        mean_vf_loss = 0.5 * masked_mean(torch.square(values_tm - vs), mask_tm, count)
+        mean_entropy = masked_mean(pi_theta.entropy(), mask, count)
+        mean_kl = masked_mean(pi_target.kl(pi_theta), mask, count)
+        entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()
+        kl_coeff = self.curr_kl_coeffs_per_module[module_id]
+        total_loss = mean_pi_loss + config.vf_loss_coeff * mean_vf_loss - entropy_coeff * mean_entropy
+        if config.use_kl_loss:
+            total_loss = total_loss + kl_coeff * mean_kl
+        self._last_kl[module_id] = mean_kl.detach()
+
+        # Diagnostics: each ratio's mean and max, fractions clipped by ρ and by ε.
+        with torch.no_grad():
+            stats = {
+                POLICY_LOSS_KEY: mean_pi_loss,
+                VF_LOSS_KEY: mean_vf_loss,
+                ENTROPY_KEY: mean_entropy,
+                KL_KEY: mean_kl,
+                KL_COEFF_KEY: kl_coeff,
+                "advantages_mean": masked_mean(advantages, mask_tm, count),
+                # β·πworker > πtarget  <=>  πworker/πtarget > ρ: R3's denominator is clipped.
+                "frac_clipped_rho": masked_mean(
+                    (logp_worker - math.log(rho) > logp_target).float(), mask_tm, count
+                ),
+                "frac_clipped_eps": masked_mean(
+                    (torch.abs(ratio - 1.0) > config.clip_param).float(), mask_tm, count
+                ),
+            }
+            for name, kind in (("ratio_r1", "r1"), ("ratio_r2", "r2"), ("ratio_r3", "r3")):
+                lr_k = surrogate_log_ratio(
+                    kind, logp_theta=logp_theta, logp_target=logp_target, logp_worker=logp_worker, rho=rho
+                )
+                stats.update(ratio_stats(name, lr_k, mask_tm, count))
+        self.metrics.log_dict(stats, key=module_id, window=1)
+        return total_loss
