@@ -43,6 +43,8 @@ import numpy as np
 from scipy import special, stats
 from scipy.stats import qmc
 
+from rllib_ext.common.names import lookup
+
 __all__ = [
     "AntitheticSampler",
     "GCMCSampler",
@@ -315,10 +317,7 @@ def get_sampler(name: str) -> type[PerturbationSampler]:
     Raises:
         ValueError: ``name`` is not one of :data:`SAMPLERS`.
     """
-    key = name.lower() if isinstance(name, str) else name
-    if key not in SAMPLERS:
-        raise ValueError(f"Unknown perturbation sampler {name!r}; valid names are {', '.join(map(repr, SAMPLERS))}.")
-    return SAMPLERS[key]
+    return lookup(SAMPLERS, name, "perturbation sampler")
 
 
 def make_sampler(name: str, dim: int, **kwargs: Any) -> PerturbationSampler:

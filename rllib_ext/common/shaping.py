@@ -14,6 +14,8 @@ from typing import Callable
 import numpy as np
 from scipy import stats
 
+from rllib_ext.common.names import lookup
+
 __all__ = ["SHAPINGS", "centered_rank", "get_shaping", "none", "shape_returns", "standardize"]
 
 
@@ -77,10 +79,7 @@ def get_shaping(name: str) -> Callable[[np.ndarray], np.ndarray]:
     Raises:
         ValueError: ``name`` is not one of :data:`SHAPINGS`.
     """
-    key = name.lower() if isinstance(name, str) else name
-    if key not in SHAPINGS:
-        raise ValueError(f"Unknown return shaping {name!r}; valid names are {', '.join(map(repr, SHAPINGS))}.")
-    return SHAPINGS[key]
+    return lookup(SHAPINGS, name, "return shaping")
 
 
 def shape_returns(returns: np.ndarray, name: str) -> np.ndarray:

@@ -63,19 +63,19 @@ class NormalizedStepOptimizer(torch.optim.Optimizer):
         return loss
 
     @torch.no_grad()
-    def _normalized_step(self) -> tuple[float, int]:
-        """Applies the fixed-norm step; returns (‖grad‖, d) over all groups jointly."""
+    def _normalized_step(self) -> None:
+        """Applies the fixed-norm step, with ‖grad‖ and d over all groups jointly."""
         params = [p for group in self.param_groups for p in group["params"]]
         d = sum(p.numel() for p in params)
         grads = [p.grad for p in params if p.grad is not None]
         grad_norm = 0.0
         if grads:
-            grad_norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
+            norms = [torch.linalg.vector_norm(g, dtype=torch.float64).cpu() for g in grads]  # any dtype mix
+            grad_norm = float(torch.linalg.vector_norm(torch.stack(norms)))
         if grad_norm == 0.0 or not math.isfinite(grad_norm):
-            return grad_norm, d
+            return
         for group, s in zip(self.param_groups, self._step_factors()):
             scale = -s * math.sqrt(d) / grad_norm  # Eq. (19)/(22), paper 000 §4.1, minimizing sign
             for p in group["params"]:
                 if p.grad is not None:
                     p.add_(p.grad, alpha=scale)
-        return grad_norm, d

@@ -6,6 +6,7 @@ from typing import Any, Iterable
 
 import torch
 
+from rllib_ext.common.names import lookup
 from rllib_ext.optim.dsgd import DSGD
 from rllib_ext.optim.msgd import MSGD
 from rllib_ext.optim.sgd import SGD
@@ -26,7 +27,7 @@ def get_optimizer_class(name: str) -> type[torch.optim.Optimizer]:
     Raises:
         ValueError: ``name`` is not one of :data:`OPTIMIZERS`.
     """
-    return _lookup(name)[0]
+    return lookup(OPTIMIZERS, name, "optimizer")[0]
 
 
 def make_optimizer(name: str, params: Iterable[torch.Tensor] | Iterable[dict], **overrides: Any) -> torch.optim.Optimizer:
@@ -43,12 +44,5 @@ def make_optimizer(name: str, params: Iterable[torch.Tensor] | Iterable[dict], *
         ValueError: Unknown ``name``.
         TypeError: An override the optimizer does not take.
     """
-    cls, defaults = _lookup(name)
+    cls, defaults = lookup(OPTIMIZERS, name, "optimizer")
     return cls(params, **{**defaults, **overrides})
-
-
-def _lookup(name: str) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
-    key = name.lower() if isinstance(name, str) else name
-    if key not in OPTIMIZERS:
-        raise ValueError(f"Unknown optimizer {name!r}; valid names are {', '.join(map(repr, OPTIMIZERS))}.")
-    return OPTIMIZERS[key]
