@@ -92,9 +92,9 @@ def test_orthogonal_directions_within_a_block():
 def test_marginal_moments_are_standard_normal(name, antithetic):
     """Over many batch seeds every row is N(0, I_d): mean 0, covariance I, ‖ε‖² with mean d and
     variance 2d (the last catches a wrong length law, e.g. orthogonal rows of fixed length)."""
-    dim, n, seeds = 5, 10, 600
+    dim, n, seeds = 5, 10, 300
     s = _sampler(name, antithetic, dim)
-    eps = np.concatenate([s.sample(seed, n) for seed in range(seeds)]).astype(np.float64)  # [6000, 5]
+    eps = np.concatenate([s.sample(seed, n) for seed in range(seeds)]).astype(np.float64)  # [3000, 5]
     m = len(eps)
     assert np.abs(eps.mean(axis=0)).max() < 5 / np.sqrt(m)
     np.testing.assert_allclose(np.cov(eps.T, bias=True), np.eye(dim), atol=0.12)
