@@ -48,6 +48,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ALL_MODULES,
     ENV_RUNNER_RESULTS,
+    EPISODE_RETURN_MEAN,
     LEARNER_RESULTS,
     LEARNER_UPDATE_TIMER,
     MEAN_NUM_EPISODE_LISTS_RECEIVED,
@@ -328,10 +329,13 @@ class IMPACT(APPO):
                 (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME), default=0
             ),
         }
+        reward = self.metrics.peek((ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN), default=None)
         # Algorithm 1 lines 6-12 run in the Learner (where the buffer lives).
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             call_results = self.learner_group.foreach_learner(
-                lambda learner, _p=packages, _t=timesteps: learner.impact_update(packages=_p, timesteps=_t)
+                lambda learner, _p=packages, _t=timesteps, _r=reward: learner.impact_update(
+                    packages=_p, timesteps=_t, reward=_r
+                )
             )
             outs = [r.get() for r in call_results]
         rl_module_state = None

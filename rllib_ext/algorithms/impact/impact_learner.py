@@ -105,6 +105,7 @@ class IMPACTLearner(Learner):
         packages: List[List[ray.ObjectRef]],
         timesteps: Dict[str, Any],
         max_updates: Optional[int] = None,
+        reward: Optional[float] = None,
     ) -> Dict[str, Any]:
         """Adds worker batches to C(N, K), then draws and updates until no draw is left.
 
@@ -113,6 +114,9 @@ class IMPACTLearner(Learner):
                 worker ``sample()`` returned (IMPALA's packing to M env steps).
             timesteps: RLlib's timesteps dict (sampled/trained lifetime env steps).
             max_updates: Optional cap on the updates of this call (None: every draw left).
+            reward: The workers' latest mean episode return, reported before each step to
+                optimizers that adapt their step to the reward (``report_reward``, e.g.
+                rllib_ext.optim's DSGD, paper 000 §4.1); ignored by the others.
 
         Returns:
             ``results`` (reduced metrics), ``num_updates`` (this call), ``num_draws_left`` and
@@ -131,10 +135,17 @@ class IMPACTLearner(Learner):
             batch, k = self._buffer.draw()  # line 6
             if k == 0:
                 self._attach_target_outputs(batch)  # line 7
+            if reward is not None:
+                for optimizer in self._named_optimizers.values():
+                    if hasattr(optimizer, "report_reward"):
+                        optimizer.report_reward(reward)
             # Lines 8-9 (the loss is the framework subclass'); lines 10-11 in the buffer
             # and in `after_gradient_based_update`.
             Learner.update(self, batch=batch, timesteps=timesteps, _no_metrics_reduce=True)
 
+        # Lifetime counters appear in the results from the first call on.
+        for key in (NUM_TARGET_SYNCS_KEY, NUM_LEARNER_UPDATES_KEY, DROPPED_KEY):
+            self.metrics.log_value((ALL_MODULES, key), 0, reduce="lifetime_sum")
         draws = self._buffer.pop_evicted_draw_counts()
         if draws:
             self.metrics.log_value((ALL_MODULES, MEAN_DRAWS_KEY), sum(draws) / len(draws), window=1)

@@ -46,23 +46,23 @@ from rllib_ext.algorithms.impact.utils import (
 )
 
 
-def get_optimizer_class(name: str) -> type:
-    """torch optimizer class for an IMPACT ``optimizer`` name.
+def make_optimizer(name: str, params, lr: float, **kwargs) -> torch.optim.Optimizer:
+    """Builds the optimizer called ``name`` over ``params`` with learning rate ``lr``.
 
-    "adam" is ``torch.optim.Adam``; "sgd", "msgd", "dsgd" (paper 000 §4) come from
-    ``rllib_ext.optim.get_optimizer_class`` when that module is installed.
+    "adam" is ``torch.optim.Adam`` with torch's defaults; "sgd", "msgd", "dsgd" (paper 000 §4)
+    come from ``rllib_ext.optim.make_optimizer`` (with that paper's defaults) when installed.
 
     Raises:
         ValueError: For a name no installed module provides.
     """
     key = name.lower()
     if key == "adam":
-        return torch.optim.Adam
+        return torch.optim.Adam(params, lr=lr, **kwargs)
     try:
-        from rllib_ext.optim import get_optimizer_class as _get
+        from rllib_ext.optim import make_optimizer as _make
     except ImportError as e:
         raise ValueError(f"optimizer {name!r} needs rllib_ext.optim, which is not installed: {e}")
-    return _get(key)
+    return _make(key, params, lr=lr, **kwargs)
 
 
 class IMPACTTorchLearner(IMPACTLearner, TorchLearner):
@@ -76,7 +76,7 @@ class IMPACTTorchLearner(IMPACTLearner, TorchLearner):
         kwargs = dict(config.optimizer_kwargs or {})
         kwargs.pop("lr", None)
         lr0 = config.lr if isinstance(config.lr, (int, float)) else config.lr[0][1]
-        optimizer = get_optimizer_class(config.optimizer)(params, lr=lr0, **kwargs)
+        optimizer = make_optimizer(config.optimizer, params, lr=lr0, **kwargs)
         self.register_optimizer(module_id=module_id, optimizer=optimizer, params=params, lr_or_lr_schedule=config.lr)
 
     @override(IMPACTLearner)
