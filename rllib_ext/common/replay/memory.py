@@ -1,0 +1,414 @@
+"""The Remember-and-Forget replay memory (paper 003 §2-3, App. B-C), shared by VRACER_EXT,
+DDPG_EXT and NAF_EXT.
+
+The memory (RM) stores whole episodes, step by step: the state s_t, the action a_t, the reward
+r_{t+1}, the behaviour's statistics μ_t (a float vector whose meaning the algorithm defines:
+mean and standard deviation for the Gaussian policies of paper 003), and, refreshed after
+every minibatch, the most recent importance weight ρ_t, the value V(s_t) and the V-RACER
+target V̂^tbc_t (Eq. 8). Per episode it keeps the last state s_T, whether s_T is terminal and
+the bootstrap value V(s_T) (0 after a terminal state).
+
+* FIFO by whole episodes: while the RM holds more than N steps, the oldest episode is removed
+  (Algorithm 1; its "n_obs > N_start" is read as N, the RM size). The newest episode is never
+  removed, even if it alone is longer than N.
+* n_far, the number of far-policy steps, is counted from the stored ρ (Rule 1, Eq. 12).
+* Sampling: B uniform time steps (``er``, ``refer``, ``refer1``, ``refer2``) or rank-based
+  prioritized (``per``, Schaul et al. 2016: P(i) ∝ rank(i)^-α by |TD error|, importance
+  weights (N·P(i))^-β normalized by their maximum; ranks are re-sorted when episodes enter or
+  leave and every ``per_resort_interval`` write-backs). RLlib's
+  ``PrioritizedEpisodeReplayBuffer`` is proportional (not rank-based) and samples episode
+  chunks without per-step write-back of ρ and V, so it does not fit here.
+* :meth:`write_back` takes the new ρ and V of a minibatch and corrects V̂^tbc of the sampled
+  steps and of all prior steps of their episodes with Eq. (8) (Algorithm 3).
+* App. B: :meth:`state_stats` gives μ_s, σ_s of the stored states (Eq. 14-15);
+  :meth:`update_reward_scale` refreshes σ_r = sqrt(mean r²) (Eq. 16) and rescales rewards
+  r̂ = r/(σ_r + ε) in every target (stored V̂^tbc are recomputed then).
+
+Storage is flat (struct of arrays) with logical step indices that never change while a step
+is stored; the live steps are the range [head, tail). The class is plain Python so that it
+runs in a learner or as a Ray actor (``ray.remote(num_cpus=0)(ReplayMemory)``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Dict, Optional
+
+import numpy as np
+
+from rllib_ext.common.replay.retrace import retrace_tbc
+from rllib_ext.common.replay.rules import REPLAY_MODES, near_policy_mask
+
+__all__ = ["ReplayMemory"]
+
+EPS = 1e-7  # ε of App. B
+
+
+class ReplayMemory:
+    """Replay memory of whole episodes with ReF-ER bookkeeping (see module docstring).
+
+    Args:
+        capacity: N, the maximal number of stored steps (paper: 2^18).
+        gamma: γ, for the Retrace/TBC targets (Eq. 8) and q_ret.
+        mode: Replay mode (``"refer"``, ``"refer1"``, ``"refer2"``, ``"er"``, ``"per"``); only
+            ``"per"`` changes sampling.
+        per_alpha: α of rank-based PER (Schaul et al.: 0.7).
+        per_beta: β of PER's importance weights (Schaul et al.: 0.5).
+        per_resort_interval: Write-backs between re-sorts of the PER ranks.
+        seed: Seed of the sampler.
+    """
+
+    def __init__(
+        self,
+        capacity: int = 2**18,
+        gamma: float = 0.995,
+        mode: str = "refer",
+        *,
+        per_alpha: float = 0.7,
+        per_beta: float = 0.5,
+        per_resort_interval: int = 1000,
+        seed: Optional[int] = None,
+    ):
+        if mode not in REPLAY_MODES:
+            raise ValueError(f"Unknown replay mode {mode!r}; valid are {', '.join(REPLAY_MODES)}")
+        if int(capacity) < 1:
+            raise ValueError(f"capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self.gamma = float(gamma)
+        self.mode = mode
+        self.per_alpha = float(per_alpha)
+        self.per_beta = float(per_beta)
+        self.per_resort_interval = int(per_resort_interval)
+        self.rng = np.random.default_rng(seed)
+        self.reward_scale = 1.0  # 1/(σ_r + ε), Eq. (16); 1 until the first refresh
+        self._cols: Dict[str, np.ndarray] = {}
+        self._alloc = 0
+        self._base = 0  # logical index of physical row 0
+        self.head = 0  # first live logical index
+        self.tail = 0  # one past the last live logical index
+        # Per episode (oldest first): [serial, start, length, last_obs, terminated, v_boot].
+        self._episodes: deque = deque()
+        self._first_serial = 0
+        self._next_serial = 0
+        self.num_added_episodes = 0
+        self.num_evicted_episodes = 0
+        self._per_cdf: Optional[np.ndarray] = None
+        self._per_order: Optional[np.ndarray] = None
+        self._writes_since_sort = 0
+
+    # ------------------------------------------------------------------ sizes and storage
+    def __len__(self) -> int:
+        """n_obs: the number of stored steps."""
+        return self.tail - self.head
+
+    @property
+    def num_episodes(self) -> int:
+        """Stored episodes."""
+        return len(self._episodes)
+
+    def _phys(self, logical):
+        return np.asarray(logical) - self._base
+
+    def _col(self, name: str) -> np.ndarray:
+        return self._cols[name][self.head - self._base : self.tail - self._base]
+
+    def _ensure_room(self, n: int, shapes: Dict[str, tuple]) -> None:
+        if not self._cols:
+            self._alloc = max(2 * self.capacity, 2 * n, 16)
+            for name, (shape, dtype) in shapes.items():
+                self._cols[name] = np.zeros((self._alloc,) + shape, dtype=dtype)
+            return
+        if self.tail + n - self._base <= self._alloc:
+            return
+        live = len(self)
+        if live + n > self._alloc:  # grow
+            self._alloc = max(2 * self._alloc, live + n)
+        lo, hi = self.head - self._base, self.tail - self._base
+        for name, arr in self._cols.items():
+            new = np.zeros((self._alloc,) + arr.shape[1:], dtype=arr.dtype)
+            new[:live] = arr[lo:hi]
+            self._cols[name] = new
+        self._base = self.head
+
+    # ------------------------------------------------------------------ adding and evicting
+    def add_episode(
+        self,
+        obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        mu: np.ndarray,
+        terminated: bool,
+        *,
+        values: Optional[np.ndarray] = None,
+        rho: Optional[np.ndarray] = None,
+        v_boot: float = 0.0,
+    ) -> int:
+        """Stores one whole episode (Algorithm 2) and evicts the oldest ones beyond N (FIFO).
+
+        Args:
+            obs: s_0 … s_T, shape [T+1, d_S] (the last state included).
+            actions: a_0 … a_{T−1}, [T, d_A].
+            rewards: r_1 … r_T (raw, unscaled), [T].
+            mu: Behaviour statistics μ_0 … μ_{T−1}, [T, d_μ].
+            terminated: Whether s_T is terminal (then V̂^tbc_T = 0).
+            values: V(s_t) at storage time, [T] (default 0).
+            rho: ρ_t at storage time, [T] (default 1: π = μ when the step was taken).
+            v_boot: V(s_T) for a truncated episode (ignored when ``terminated``).
+
+        Returns:
+            The number of episodes evicted.
+        """
+        obs = np.asarray(obs, dtype=np.float32)
+        T = len(actions)
+        if T < 1 or len(obs) != T + 1 or len(rewards) != T or len(mu) != T:
+            raise ValueError(
+                f"add_episode: need T+1 states and T actions, rewards, mu with T >= 1; got "
+                f"{len(obs)}, {len(actions)}, {len(rewards)}, {len(mu)}"
+            )
+        actions = np.asarray(actions, dtype=np.float32).reshape(T, -1)
+        mu = np.asarray(mu, dtype=np.float32).reshape(T, -1)
+        shapes = {
+            "obs": (obs.shape[1:], np.float32),
+            "actions": (actions.shape[1:], np.float32),
+            "mu": (mu.shape[1:], np.float32),
+            "rewards": ((), np.float64),
+            "rho": ((), np.float64),
+            "v": ((), np.float64),
+            "v_tbc": ((), np.float64),
+            "td": ((), np.float64),
+            "serial": ((), np.int64),
+        }
+        self._ensure_room(T, shapes)
+        lo = self.tail - self._base
+        sl = slice(lo, lo + T)
+        c = self._cols
+        c["obs"][sl] = obs[:T]
+        c["actions"][sl] = actions
+        c["mu"][sl] = mu
+        c["rewards"][sl] = np.asarray(rewards, dtype=np.float64)
+        c["rho"][sl] = 1.0 if rho is None else np.asarray(rho, dtype=np.float64)
+        c["v"][sl] = 0.0 if values is None else np.asarray(values, dtype=np.float64)
+        c["td"][sl] = c["td"][self.head - self._base : lo].max(initial=1.0) if len(self) else 1.0
+        c["serial"][sl] = self._next_serial
+        self._episodes.append(
+            [self._next_serial, self.tail, T, obs[T].copy(), bool(terminated), 0.0 if terminated else float(v_boot)]
+        )
+        self._next_serial += 1
+        self.tail += T
+        self.num_added_episodes += 1
+        self._recompute_targets([self._next_serial - 1])  # Algorithm 2: Q_ret for the whole episode
+        evicted = 0
+        while len(self) > self.capacity and len(self._episodes) > 1:  # FIFO by whole episodes
+            _, start, length, *_ = self._episodes.popleft()
+            self.head = start + length
+            self._first_serial += 1
+            evicted += 1
+        self.num_evicted_episodes += evicted
+        self._per_cdf = None
+        return evicted
+
+    def _episode(self, serial: int) -> list:
+        return self._episodes[serial - self._first_serial]
+
+    # ------------------------------------------------------------------ targets (Eq. 8)
+    def _recompute_targets(self, serials, upto: Optional[Dict[int, int]] = None) -> None:
+        """V̂^tbc (Eq. 8) of the given episodes, from step ``upto[serial]`` back to the start.
+
+        Without ``upto`` the whole episode is recomputed from its bootstrap value.
+        """
+        if len(serials) == 0:
+            return
+        segs, lasts, bounds = [], [], []
+        for s in serials:
+            _, start, length, _, _, v_boot = self._episode(int(s))
+            end = start + length if upto is None else int(upto[s]) + 1
+            segs.append(np.arange(start, end))
+            if end == start + length:
+                bounds.append(v_boot)
+            else:
+                bounds.append(self._cols["v_tbc"][end - self._base])
+            lasts.append(end - start)
+        idx = self._phys(np.concatenate(segs))
+        lens = np.asarray(lasts)
+        last = np.zeros(len(idx), dtype=bool)
+        last[np.cumsum(lens) - 1] = True
+        boundary = np.zeros(len(idx))
+        boundary[np.cumsum(lens) - 1] = bounds
+        c = self._cols
+        c["v_tbc"][idx] = retrace_tbc(
+            c["rewards"][idx] * self.reward_scale, c["v"][idx], c["rho"][idx], self.gamma, last, boundary
+        )
+
+    def recompute_all_targets(self) -> None:
+        """Recomputes V̂^tbc of every stored episode (after a reward-scale change)."""
+        self._recompute_targets([e[0] for e in self._episodes])
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, batch_size: int) -> Dict[str, np.ndarray]:
+        """Samples B time steps (uniform, or rank-based for ``per``).
+
+        Returns:
+            A dict of arrays with B rows: ``idx`` (logical step indices, for
+            :meth:`write_back`), ``obs``, ``actions``, ``mu``, ``rewards`` (scaled r̂_{t+1}),
+            ``v_tbc`` (stored V̂^tbc_t), ``q_ret`` (Q̂^ret_t = r̂_{t+1} + γ V̂^tbc_{t+1}, Eq. 6-8),
+            ``next_obs`` (s_{t+1}), ``terminated`` (s_{t+1} terminal), ``is_last`` (t is its
+            episode's last step), ``truncated_last`` (is_last and not terminated), ``rho``,
+            ``v`` (stored) and ``weights`` (PER importance weights; ones otherwise).
+        """
+        n = len(self)
+        if n == 0:
+            raise ValueError("sample: the replay memory is empty")
+        B = int(batch_size)
+        if self.mode == "per":
+            self._maybe_sort()
+            u = self.rng.random(B) * self._per_cdf[-1]
+            pos = np.minimum(np.searchsorted(self._per_cdf, u, side="right"), n - 1)
+            idx = self.head + self._per_order[pos]
+            probs = self._per_p[pos] / self._per_cdf[-1]
+            weights = (n * probs) ** (-self.per_beta)
+            weights = weights / ((n * self._per_p[-1] / self._per_cdf[-1]) ** (-self.per_beta))  # max weight
+        else:
+            idx = self.rng.integers(self.head, self.tail, size=B)
+            weights = np.ones(B)
+        return self.gather(idx, weights=weights)
+
+    def gather(self, idx: np.ndarray, *, weights: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
+        """The rows of :meth:`sample` for the given logical step indices."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if np.any((idx < self.head) | (idx >= self.tail)):
+            raise IndexError("gather: index outside the stored steps")
+        p = self._phys(idx)
+        c = self._cols
+        serial = c["serial"][p]
+        eps = [self._episode(int(s)) for s in serial]
+        ends = np.array([e[1] + e[2] for e in eps], dtype=np.int64)
+        is_last = idx + 1 == ends
+        terminated_ep = np.array([e[4] for e in eps], dtype=bool)
+        v_boot = np.array([e[5] for e in eps], dtype=np.float64)
+        nxt = np.where(is_last, p, p + 1)  # a valid row; replaced below where is_last
+        next_obs = c["obs"][nxt].copy()
+        v_tbc_next = c["v_tbc"][nxt].copy()
+        for i in np.flatnonzero(is_last):
+            next_obs[i] = eps[i][3]
+            v_tbc_next[i] = v_boot[i]
+        rewards = c["rewards"][p] * self.reward_scale
+        return {
+            "idx": idx,
+            "obs": c["obs"][p],
+            "actions": c["actions"][p],
+            "mu": c["mu"][p],
+            "rewards": rewards.astype(np.float32),
+            "v_tbc": c["v_tbc"][p].astype(np.float32),
+            "q_ret": (rewards + self.gamma * v_tbc_next).astype(np.float32),  # Q̂^ret_t, §2
+            "next_obs": next_obs,
+            "terminated": (is_last & terminated_ep),
+            "is_last": is_last,
+            "truncated_last": is_last & ~terminated_ep,
+            "rho": c["rho"][p].astype(np.float32),
+            "v": c["v"][p].astype(np.float32),
+            "weights": (np.ones(len(idx)) if weights is None else weights).astype(np.float32),
+        }
+
+    def _maybe_sort(self) -> None:
+        if self._per_cdf is not None and self._writes_since_sort < self.per_resort_interval:
+            return
+        td = np.abs(self._col("td"))
+        self._per_order = np.argsort(-td, kind="stable")  # rank 1 = largest |TD error|
+        self._per_p = (1.0 / np.arange(1, len(td) + 1)) ** self.per_alpha  # P(i) ∝ rank^-α
+        self._per_cdf = np.cumsum(self._per_p)
+        self._writes_since_sort = 0
+
+    # ------------------------------------------------------------------ write-back
+    def write_back(
+        self,
+        idx: np.ndarray,
+        *,
+        rho: Optional[np.ndarray] = None,
+        values: Optional[np.ndarray] = None,
+        td_error: Optional[np.ndarray] = None,
+        v_boot: Optional[np.ndarray] = None,
+        update_targets: bool = True,
+    ) -> None:
+        """Stores the minibatch's new ρ_t and V(s_t) and corrects V̂^tbc (Algorithm 3).
+
+        For each episode touched, V̂^tbc is recomputed with Eq. (8) from its latest sampled
+        step back to its first step, starting from the stored V̂^tbc of the step after it.
+
+        Args:
+            idx: Logical indices from :meth:`sample`.
+            rho: New ρ_t (Rule 1 and the n_far count use it).
+            values: New V(s_t).
+            td_error: New TD errors for PER's ranks (default: V̂^tbc_t − V(s_t) when values
+                are given).
+            v_boot: New V(s_T) for rows whose step is the last of a truncated episode (NaN
+                elsewhere); refreshes the bootstrap value of those episodes.
+            update_targets: Whether to run Eq. (8) (V-RACER); DDPG and NAF do not need it.
+        """
+        idx = np.asarray(idx, dtype=np.int64)
+        keep = (idx >= self.head) & (idx < self.tail)  # steps evicted meanwhile are skipped
+        idx = idx[keep]
+        p = self._phys(idx)
+        c = self._cols
+        if rho is not None:
+            c["rho"][p] = np.asarray(rho, dtype=np.float64)[keep]
+        if values is not None:
+            c["v"][p] = np.asarray(values, dtype=np.float64)[keep]
+        if td_error is not None:
+            c["td"][p] = np.asarray(td_error, dtype=np.float64)[keep]
+        elif values is not None:
+            c["td"][p] = c["v_tbc"][p] - c["v"][p]
+        serial = c["serial"][p]
+        if v_boot is not None:
+            vb = np.asarray(v_boot, dtype=np.float64)[keep]
+            for s, value in zip(serial, vb):
+                if np.isfinite(value):
+                    ep = self._episode(int(s))
+                    if not ep[4]:
+                        ep[5] = float(value)
+        self._writes_since_sort += 1
+        if update_targets and len(idx):
+            upto: Dict[int, int] = {}
+            for s, i in zip(serial.tolist(), idx.tolist()):
+                upto[s] = max(upto.get(s, i), i)
+            self._recompute_targets(list(upto), upto)
+
+    # ------------------------------------------------------------------ statistics
+    def far_fraction(self, c_max: float) -> float:
+        """n_far / N: the fraction of stored steps whose stored ρ is far-policy (Rule 1)."""
+        n = len(self)
+        if n == 0:
+            return 0.0
+        return float(n - np.count_nonzero(near_policy_mask(self._col("rho"), c_max))) / n
+
+    def state_stats(self) -> tuple:
+        """μ_s and σ_s of the stored states, Eq. (14)-(15) (App. B)."""
+        obs = self._col("obs").astype(np.float64)
+        return obs.mean(0), obs.std(0)
+
+    def update_reward_scale(self) -> float:
+        """σ_r = sqrt(mean r²) over the stored rewards (Eq. 16); returns 1/(σ_r + ε).
+
+        The stored V̂^tbc are recomputed with the new scale.
+        """
+        r = self._col("rewards")
+        sigma_r = float(np.sqrt(np.mean(r**2))) if len(r) else 0.0
+        self.reward_scale = 1.0 / (sigma_r + EPS)  # r̂ = r/(σ_r + ε), App. B
+        self.recompute_all_targets()
+        return self.reward_scale
+
+    def stats(self) -> Dict[str, Any]:
+        """Size and counters, for metrics."""
+        return {
+            "replay_size": len(self),
+            "replay_num_episodes": self.num_episodes,
+            "replay_num_evicted_episodes": self.num_evicted_episodes,
+            "reward_scale": self.reward_scale,
+        }
+
+    def column(self, name: str) -> np.ndarray:
+        """A copy of one stored per-step column (``obs``, ``rho``, ``v``, ``v_tbc``, ...)."""
+        return self._col(name).copy()
+
+    def episode_bounds(self) -> list:
+        """(start, length, terminated, v_boot) of each stored episode, oldest first."""
+        return [(e[1], e[2], e[4], e[5]) for e in self._episodes]
