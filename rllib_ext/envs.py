@@ -85,3 +85,48 @@ class VariableLengthEnv(gym.Env):
         self._signal = float(self.np_random.uniform(-1.0, 1.0))
         terminated = self._t >= self._length
         return self._obs(), reward, terminated, False, {}
+
+
+class FaultyEnv(VariableLengthEnv):
+    """:class:`VariableLengthEnv` that misbehaves on purpose, for recovery tests.
+
+    At reset each episode is chosen to fail with probability ``fault_prob``; a failing episode
+    injects ``fault`` at step ``fault_step`` (or its last step if shorter):
+    ``"nan_obs"`` (a NaN observation), ``"inf_reward"``, ``"nan_reward"`` or ``"raise"``
+    (``step`` raises RuntimeError).
+
+    Args:
+        fault: Which fault to inject.
+        fault_prob: Probability that an episode fails.
+        fault_step: Step index at which the fault appears.
+        **kwargs: :class:`VariableLengthEnv` arguments.
+    """
+
+    FAULTS = ("nan_obs", "inf_reward", "nan_reward", "raise")
+
+    def __init__(self, fault: str = "nan_obs", fault_prob: float = 0.5, fault_step: int = 2, **kwargs):
+        if fault not in self.FAULTS:
+            raise ValueError(f"FaultyEnv: unknown fault {fault!r}; valid: {', '.join(self.FAULTS)}")
+        if not 0.0 <= fault_prob <= 1.0:
+            raise ValueError(f"FaultyEnv: fault_prob must be in [0, 1], got {fault_prob}")
+        super().__init__(**kwargs)
+        self.fault, self.fault_prob, self.fault_step = fault, float(fault_prob), int(fault_step)
+        self._failing = False
+
+    def reset(self, *, seed: Optional[int] = None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        self._failing = bool(self.np_random.random() < self.fault_prob)
+        return obs, info
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self._failing and self._t - 1 == min(self.fault_step, self._length - 1):
+            if self.fault == "raise":
+                raise RuntimeError("FaultyEnv: injected failure in step()")
+            if self.fault == "nan_obs":
+                obs = np.full_like(obs, np.nan)
+            elif self.fault == "inf_reward":
+                reward = float("inf")
+            else:
+                reward = float("nan")
+        return obs, reward, terminated, truncated, info

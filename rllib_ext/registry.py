@@ -57,12 +57,20 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
             "004",
             "async actor-learner: clipped-target surrogate R3, V-trace GAE-lambda, circular buffer C(N,K)",
         ),
+        AlgoSpec(
+            "ES_EXT",
+            "rllib_ext.algorithms.es.es:ES",
+            "rllib_ext.algorithms.es.es:ESConfig",
+            "000, 002",
+            "evolution strategies on lean async env runners; samplers gaussian/antithetic/orthogonal/gcmc/qmc",
+        ),
     ]
 }
 
 # Gymnasium ids of the environments this package registers (see rllib_ext.envs).
 ENVS: Dict[str, str] = {
     "rllib_ext/VariableLength-v0": "rllib_ext.envs:VariableLengthEnv",
+    "rllib_ext/Faulty-v0": "rllib_ext.envs:FaultyEnv",
 }
 
 _import_errors: Dict[str, str] = {}

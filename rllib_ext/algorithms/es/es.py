@@ -1,0 +1,110 @@
+"""ES_EXT: evolution strategies (Salimans et al. 2017) as described in paper 000 §2.2.
+
+The baseline of the DFD paper (``../shared/papers/000_918eb0e7bb8ca864.txt``), with the
+perturbation samplers of paper 002 §4 (``002_0511cdacd6792c57.txt``):
+
+    ĝ = 1/(σN) Σ_i F(R(θ_u + σε_i)) ε_i                                   Eq. (7)–(8), paper 000 §2.2
+
+with F the return shaping (centered ranks by default), ε_i from the chosen sampler
+(antithetic pairs by default), and the step taken by the optimizer chosen by name
+(``adam`` default, ``sgd`` = Eq. (2), ``msgd`` = Eq. (19), ``dsgd`` = Eq. (20)–(22)).
+
+ES is synchronous by design: update u waits for all N returns of θ_u. A return computed for an
+older θ (possible only when a runner died and its jobs were re-run) is dropped and counted —
+the idle time and waste that DFD_EXT removes; ``blackbox/worker_utilization`` shows it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
+from rllib_ext.common.es_gradient import es_gradient
+from rllib_ext.common.shaping import shape_returns
+
+# A batch whose episodes keep failing (env raising, NaN) must not loop forever.
+MAX_FAILURES_PER_BATCH_FACTOR = 3
+# Fail loudly if no env runner is healthy for this long.
+NO_RUNNER_TIMEOUT_S = 120.0
+
+
+class ESConfig(BlackBoxConfig):
+    """Config of ES_EXT; every setting is documented on :class:`BlackBoxConfig`.
+
+    Defaults follow paper 000 Table 3: σ 0.02, N 40, Adam with η 0.01, 64-64 tanh policy,
+    observation standardization clipped to ±5.
+
+    Example:
+        >>> from rllib_ext import ESConfig
+        >>> config = ESConfig().environment("CartPole-v1").training(sampler="orthogonal")
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or ES)
+
+
+class ES(BlackBoxAlgorithm):
+    """Synchronous ES: perturb, wait for all N returns, estimate ĝ, step, publish θ_{u+1}."""
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> ESConfig:
+        return ESConfig()
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        self.check_can_train()
+        cfg = self.config
+        since, busy_before = self.pool.snapshot()
+        u, n, sigma = self.update_index, cfg.episodes_per_batch, float(cfg.noise_stdev)
+        seed = self.next_batch_seed()
+        self.submit_perturbations(seed, n)
+        eval_ids = set(self.submit_unperturbed(cfg.eval_episodes))
+        by_index, evals, used = {}, [], []
+        failures, last_progress = 0, time.perf_counter()
+        while len(by_index) < n or len(evals) < len(eval_ids):
+            ok, failed = self.collect(timeout_s=0.05)
+            for r in ok:
+                if r["u"] != u:
+                    self.counters["returns_dropped_stale"] += 1
+                elif r["index"] is None:
+                    evals.append(r["return"])
+                else:
+                    by_index[r["index"]] = r["return"]
+                    used.append(r)
+            for r in failed:  # re-run the perturbation on a fresh env
+                failures += 1
+                if failures > MAX_FAILURES_PER_BATCH_FACTOR * n:
+                    raise RuntimeError(
+                        f"ES_EXT: {failures} episodes failed in update {u} (last: {r['error']}); "
+                        "the env keeps failing — see the env runner logs"
+                    )
+                if r["index"] is None:
+                    self.submit_unperturbed(1)
+                else:
+                    self.submit_perturbations(seed, n, [r["index"]])
+            if ok or failed:
+                last_progress = time.perf_counter()
+            elif time.perf_counter() - last_progress > NO_RUNNER_TIMEOUT_S and not self.pool.healthy_runner_ids():
+                raise RuntimeError(f"ES_EXT: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+
+        returns = np.array([by_index[i] for i in range(n)], dtype=np.float64)
+        eps = self.sampler.sample(seed, n)
+        g_hat = es_gradient(shape_returns(returns, cfg.return_shaping), eps, sigma)  # Eq. (8)
+        # DSGD's R(θ_u): the unperturbed returns when measured, else the batch mean (Eq. 23).
+        reward = float(np.mean(evals)) if evals else float(np.mean(returns))
+        stats = self.apply_update(g_hat, reward)
+
+        self.log_batch(used, since, busy_before)
+        m = self.metrics
+        m.log_value((BLACKBOX, "perturbed_return_mean"), float(np.mean(returns)), reduce="mean", window=1)
+        if evals:
+            m.log_value((BLACKBOX, "eval_return_mean"), float(np.mean(evals)), reduce="mean", window=1)
+        for key, value in stats.items():
+            m.log_value((BLACKBOX, key), value, reduce="mean", window=1)
+        m.log_value((BLACKBOX, "updates_lifetime"), self.update_index, reduce="max", window=1)
