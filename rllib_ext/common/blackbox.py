@@ -45,6 +45,7 @@ from ray.rllib.env import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.env_runner import EnvRunner
 from ray.rllib.utils.annotations import override
+from ray.rllib.utils.checkpoints import Checkpointable
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_LEN_MEAN,
@@ -218,10 +219,29 @@ class BlackBoxConfig(AlgorithmConfig):
             self._value_error(f"obs_clip must be > 0 or None, got {self.obs_clip}")
         if not all(isinstance(h, int) and h > 0 for h in self.policy_hiddens):
             self._value_error(f"policy_hiddens must be positive integers, got {self.policy_hiddens}")
+        if self.env is not None:
+            self._check_env_spaces()
         if self.evaluation_interval:
             self._value_error(
                 "black-box algorithms evaluate θ_u themselves: use eval_episodes, not evaluation_interval"
             )
+
+    def _check_env_spaces(self) -> None:
+        """Builds the env once on the driver to reject unsupported spaces before actors start."""
+        try:
+            env = make_single_env(self)
+        except Exception as e:  # noqa: BLE001 - reported as a config error naming the env
+            self._value_error(f"cannot create env {self.env!r}: {type(e).__name__}: {e}")
+        try:
+            obs_space, act_space = env.observation_space, env.action_space
+        finally:
+            env.close()
+        if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
+            self._value_error(f"{self.env!r}: black-box policies need a 1-d Box observation space, got {obs_space}")
+        try:
+            check_policy_spec(act_space, self.policy_head, self.policy_activation)
+        except ValueError as e:
+            self._value_error(f"{self.env!r}: {e}")
 
     @property
     def model_config_for_policy(self) -> Dict[str, Any]:
@@ -364,7 +384,7 @@ def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers:
     return gym.make(config.env, **dict(config.env_config or {}))
 
 
-class BlackBoxEnvRunner(EnvRunner):
+class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     """Lean env runner: a plain episode loop with the policy of :class:`BlackBoxRLModule`.
 
     Remote methods used by the driver (:class:`AsyncJobPool`): :meth:`run_jobs`. RLlib's own
@@ -446,6 +466,7 @@ class BlackBoxEnvRunner(EnvRunner):
         self._done_returns, self._done_lengths = [], []
         return metrics
 
+    @override(Checkpointable)
     def get_state(self, components=None, *, not_components=None, **kwargs):
         self.module.set_flat(self._theta)
         return {
@@ -455,6 +476,7 @@ class BlackBoxEnvRunner(EnvRunner):
             NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime,
         }
 
+    @override(Checkpointable)
     def set_state(self, state):
         if COMPONENT_RL_MODULE in state:
             module_state = state[COMPONENT_RL_MODULE]
@@ -471,9 +493,11 @@ class BlackBoxEnvRunner(EnvRunner):
         if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
             self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
 
+    @override(Checkpointable)
     def get_ctor_args_and_kwargs(self):
         return (), {"config": self.config}
 
+    @override(Checkpointable)
     def get_checkpointable_components(self):
         return []
 
