@@ -58,6 +58,13 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
             "async actor-learner: clipped-target surrogate R3, V-trace GAE-lambda, circular buffer C(N,K)",
         ),
         AlgoSpec(
+            "VRACER_EXT",
+            "rllib_ext.algorithms.vracer.vracer:VRACER",
+            "rllib_ext.algorithms.vracer.vracer:VRACERConfig",
+            "003",
+            "V-RACER: off-policy PG with Retrace/TBC targets in a ReF-ER replay memory (Rules 1-2, annealing)",
+        ),
+        AlgoSpec(
             "ES_EXT",
             "rllib_ext.algorithms.es.es:ES",
             "rllib_ext.algorithms.es.es:ESConfig",

@@ -1,0 +1,209 @@
+"""Config and Algorithm shared by the ReF-ER learners of paper 003 (VRACER_EXT, DDPG_EXT, NAF_EXT).
+
+Novati & Koumoutsakos, "Remember and Forget for Experience Replay" (ICML 2019),
+``../shared/papers/003_e2e49ddc84a31194.txt``.
+
+Data flow (Algorithm 1, App. C):
+
+1. RLlib's env runners (``SingleAgentEnvRunner``; the local one when ``num_env_runners=0``)
+   sample ``rollout_fragment_length`` steps per runner with the current policy; the actions'
+   behaviour statistics μ_t are RLlib's ``action_dist_inputs`` recorded in the episodes.
+2. The chunks go to the Learner, which owns the replay memory (RM): completed episodes enter
+   the RM (FIFO by episode beyond N). Until the RM holds N_start steps nothing is trained; then
+   the state statistics are fixed and the reward scale set (App. B).
+3. The Learner takes one gradient step per F env steps (Algorithm 1's ``t < F·k`` loop): sample
+   B steps, update (the algorithm's loss with Rules 1-2, Eq. 10-11), write ρ, V and targets
+   back into the RM, update β (Eq. 12); c_max and η are annealed with t (Eq. 13); every 1000
+   steps the reward scale is refreshed.
+4. The weights (and the state statistics, module buffers) go back to the env runners.
+
+Differences from the paper's serial loop: the env runners act with weights that are at most
+one ``training_step`` (``rollout_fragment_length`` gradient steps at F = 1) old; μ_t is the
+behaviour actually used, so ρ stays exact. The RM lives in the Learner (no replay actor on the
+hot path: one gradient step reads and writes the RM twice, and a Ray call costs ~2.5 ms on this
+machine); :class:`~rllib_ext.common.replay.ReplayMemory` also runs as a Ray actor
+(``ray.remote(num_cpus=0)``) for other uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+from typing_extensions import Self
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+
+from rllib_ext.common.replay.rules import REPLAY_MODES
+
+
+class ReFERConfig(AlgorithmConfig):
+    """Settings shared by the paper-003 learners (defaults: App. A, §3).
+
+    ReF-ER and replay settings (set through :meth:`training`):
+        replay_mode: ``"refer"`` (Rules 1+2, default), ``"refer1"``, ``"refer2"``, ``"er"``
+            (uniform) or ``"per"`` (rank-based prioritized).
+        refer_C: C of c_max(t) = 1 + C/(1 + A·t) (Eq. 13); 4. Must be > 0 (c_max > 1).
+        refer_A: A, the annealing constant of c_max and the learning rate (Eq. 13); 5e-7.
+        refer_D: D, the tolerated far-policy fraction of the RM (Eq. 12); 0.1, in (0, 1).
+        refer_beta_rate: Step of the β update; None (default) uses the annealed learning rate,
+            as the paper's Eq. (12). smarties uses 0.1·B/N.
+        replay_capacity: N, the RM size in steps; 2^18.
+        n_start: N_start, the steps stored before the first gradient step (App. C); the paper
+            gives no value for the Gym tasks, 2^17 here (half of N; smarties' examples).
+        steps_per_update: F, env steps per gradient step; 1.
+        per_alpha, per_beta: α and β of rank-based PER (Schaul et al. 2016: 0.7, 0.5).
+        optimizer: ``"adam"`` (default) or any name of ``rllib_ext.optim`` ("sgd", "msgd",
+            "dsgd"); ``optimizer_kwargs`` go to its constructor; the learning rate is ``lr``,
+            annealed with Eq. (13).
+        reward_scale_interval: gradient steps between refreshes of σ_r (App. B: 1000).
+        torch_num_threads: torch threads of the Learner's process (1: a 2×128 MLP at B 256 is
+            fastest on one thread, and several threads contend with the env runners); None
+            leaves torch's default. Note that the local Learner shares the driver's process.
+
+    RLlib settings with the paper's values: ``gamma`` 0.995, ``train_batch_size_per_learner``
+    (B) 256, ``lr`` (η) 1e-4; ``rollout_fragment_length`` (env steps per runner and
+    ``training_step``) 20.
+    """
+
+    def __init__(self, algo_class=None):
+        """Paper 003 defaults (App. A)."""
+        super().__init__(algo_class=algo_class)
+        self.gamma = 0.995
+        self.lr = 1e-4
+        self.train_batch_size_per_learner = 256  # B
+        self.rollout_fragment_length = 20
+        self.num_env_runners = 0
+        self.num_learners = 0
+        self.min_sample_timesteps_per_iteration = 1000
+        self.replay_mode = "refer"
+        self.refer_C = 4.0
+        self.refer_A = 5e-7
+        self.refer_D = 0.1
+        self.refer_beta_rate = None
+        self.replay_capacity = 2**18
+        self.n_start = 2**17
+        self.steps_per_update = 1.0
+        self.per_alpha = 0.7
+        self.per_beta = 0.5
+        self.optimizer = "adam"
+        self.optimizer_kwargs = {}
+        self.reward_scale_interval = 1000
+        self.torch_num_threads = 1
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        replay_mode: Optional[str] = NotProvided,
+        refer_C: Optional[float] = NotProvided,
+        refer_A: Optional[float] = NotProvided,
+        refer_D: Optional[float] = NotProvided,
+        refer_beta_rate: Optional[float] = NotProvided,
+        replay_capacity: Optional[int] = NotProvided,
+        n_start: Optional[int] = NotProvided,
+        steps_per_update: Optional[float] = NotProvided,
+        per_alpha: Optional[float] = NotProvided,
+        per_beta: Optional[float] = NotProvided,
+        optimizer: Optional[str] = NotProvided,
+        optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
+        reward_scale_interval: Optional[int] = NotProvided,
+        torch_num_threads: Optional[int] = NotProvided,
+        **kwargs,
+    ) -> Self:
+        """Sets ReF-ER, replay and RLlib training settings (see the class docstring).
+
+        Returns:
+            This updated config.
+        """
+        super().training(**kwargs)
+        for name, value in list(locals().items()):
+            if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
+                setattr(self, name, dict(value or {}) if name == "optimizer_kwargs" else value)
+        return self
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        """One clear error per bad setting, before any actor starts."""
+        super().validate()
+        if self.replay_mode not in REPLAY_MODES:
+            self._value_error(f"`replay_mode` must be one of {', '.join(REPLAY_MODES)}, got {self.replay_mode!r}")
+        if not _number(self.refer_C) or self.refer_C <= 0:
+            self._value_error(f"`refer_C` (C) must be > 0 so that c_max = 1 + C/(1 + A·t) > 1 (Eq. 13), got {self.refer_C!r}")
+        if not _number(self.refer_A) or self.refer_A < 0:
+            self._value_error(f"`refer_A` (A) must be >= 0, got {self.refer_A!r}")
+        if not _number(self.refer_D) or not 0.0 < self.refer_D < 1.0:
+            self._value_error(f"`refer_D` (D) must be in (0, 1) (Eq. 12), got {self.refer_D!r}")
+        if self.refer_beta_rate is not None and (not _number(self.refer_beta_rate) or not 0 < self.refer_beta_rate <= 1):
+            self._value_error(f"`refer_beta_rate` must be None or in (0, 1], got {self.refer_beta_rate!r}")
+        if not _integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
+            self._value_error(f"`train_batch_size_per_learner` (B) must be an integer >= 1, got {self.train_batch_size_per_learner!r}")
+        if not _integer(self.replay_capacity) or self.replay_capacity < 1:
+            self._value_error(f"`replay_capacity` (N) must be an integer >= 1, got {self.replay_capacity!r}")
+        if not _integer(self.n_start) or not 1 <= self.n_start <= self.replay_capacity:
+            self._value_error(f"`n_start` (N_start) must be an integer in [1, replay_capacity], got {self.n_start!r}")
+        if not _number(self.steps_per_update) or self.steps_per_update <= 0:
+            self._value_error(f"`steps_per_update` (F) must be > 0, got {self.steps_per_update!r}")
+        if self.torch_num_threads is not None and (not _integer(self.torch_num_threads) or self.torch_num_threads < 1):
+            self._value_error(f"`torch_num_threads` must be None or an integer >= 1, got {self.torch_num_threads!r}")
+        if not _integer(self.reward_scale_interval) or self.reward_scale_interval < 1:
+            self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")
+        from rllib_ext.optim import OPTIMIZERS
+
+        if not isinstance(self.optimizer, str) or self.optimizer.lower() not in OPTIMIZERS:
+            self._value_error(f"`optimizer` must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
+        if not isinstance(self.optimizer_kwargs, dict):
+            self._value_error(f"`optimizer_kwargs` must be a dict, got {self.optimizer_kwargs!r}")
+        if self.num_learners > 1:
+            self._value_error(f"{self.algo_class.__name__ if isinstance(self.algo_class, type) else self.algo_class} supports `num_learners` 0 or 1 (the replay memory lives in the one Learner), got {self.num_learners}")
+        if self.framework_str != "torch":
+            self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _integer(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+class ReFERAlgorithm(Algorithm):
+    """Algorithm 1 of paper 003 on RLlib's env runners and Learner (see the module docstring)."""
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        """Samples env steps, hands them to the Learner (RM, gradient steps), syncs weights."""
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            episodes, env_runner_results = synchronous_parallel_sample(
+                worker_set=self.env_runner_group,
+                concat=True,
+                sample_timeout_s=self.config.sample_timeout_s,
+                _uses_new_env_runners=True,
+                _return_metrics=True,
+            )
+        self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
+
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            outs = [
+                r.get()
+                for r in self.learner_group.foreach_learner(lambda learner, _e=episodes: learner.refer_train(_e))
+            ]
+        results = [o["results"] for o in outs if o.get("results")]
+        if results:
+            self.metrics.aggregate(results, key=LEARNER_RESULTS)
+        if any(o["weights_changed"] for o in outs):
+            with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+                self.env_runner_group.sync_weights(
+                    from_worker_or_learner_group=self.learner_group, inference_only=True
+                )

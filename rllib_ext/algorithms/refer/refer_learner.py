@@ -1,0 +1,193 @@
+"""The Learner part of Algorithm 1 (paper 003, App. C) shared by VRACER_EXT, DDPG_EXT, NAF_EXT.
+
+The Learner owns the replay memory (RM, :class:`~rllib_ext.common.replay.ReplayMemory`) and
+the ReF-ER state (:class:`~rllib_ext.common.replay.ReFER`: β, t). :meth:`ReFERLearner.refer_train`
+receives the env runners' episode chunks and runs Algorithm 1 from "store" to "update β":
+
+* completed episodes enter the RM (algorithm hook :meth:`_score_episode` adds V and ρ at
+  storage time where the algorithm needs them);
+* once the RM holds N_start steps: the state statistics are fixed (App. B, Eq. 14-15, once)
+  and training starts; t counts env steps from then on (Algorithm 1's warm-up loop does not
+  advance t);
+* one gradient step per F env steps; each: refresh σ_r every ``reward_scale_interval`` steps
+  (Eq. 16), anneal c_max and η to t = F·k (Eq. 13), sample B steps, ``Learner.update`` (the
+  algorithm's loss applies Rules 1-2), write ρ/V/targets back (hook :meth:`_write_back`),
+  update β from n_far/N (Eq. 12).
+
+Checkpoints: β, t, the gradient-step count k, whether the state statistics were fixed and the
+reward scale go through :meth:`get_state` (key ``"refer"``); the state statistics are module
+buffers (part of the RLModule's state). **The RM's contents are not checkpointed** (2^18 steps
+of states, actions and statistics): a restored algorithm refills N_start steps before its next
+gradient step, then continues with the restored β and annealing step.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Dict, List
+
+import numpy as np
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import ALL_MODULES
+from ray.rllib.utils.typing import StateDict
+
+from rllib_ext.common.replay import ReFER, ReplayMemory
+from rllib_ext.common.replay.episodes import EpisodeAssembler
+
+STATE_KEY = "refer"
+
+BETA_KEY = "refer_beta"
+C_MAX_KEY = "refer_c_max"
+LR_KEY = "refer_lr"
+FAR_FRACTION_KEY = "far_policy_fraction"
+REPLAY_SIZE_KEY = "replay_size"
+REWARD_SCALE_KEY = "reward_scale"
+NUM_GRAD_STEPS_KEY = "num_gradient_steps_lifetime"
+MEAN_KL_KEY = "mean_kl"
+ZEROED_KEY = "zeroed_grad_fraction"
+BATCH_FAR_KEY = "batch_far_policy_fraction"
+MEAN_RHO_KEY = "mean_rho"
+
+
+class ReFERLearner(Learner):
+    """Owns the RM and the ReF-ER state; runs Algorithm 1's store/update loop (module docstring).
+
+    Subclasses implement the loss (``compute_loss_for_module``), which reads
+    :attr:`refer` (β, c_max, the active rules) and leaves per-sample outputs in
+    :attr:`_stash` for :meth:`_write_back`.
+    """
+
+    @override(Learner)
+    def build(self) -> None:
+        """RLlib's build, then the RM, the chunk assembler and the ReF-ER state."""
+        super().build()
+        c = self.config
+        self.memory = ReplayMemory(
+            capacity=c.replay_capacity,
+            gamma=c.gamma,
+            mode=c.replay_mode,
+            per_alpha=c.per_alpha,
+            per_beta=c.per_beta,
+            seed=c.seed,
+        )
+        self.assembler = EpisodeAssembler()
+        self.refer = ReFER(
+            mode=c.replay_mode, C=c.refer_C, A=c.refer_A, D=c.refer_D, eta=c.lr, beta_rate=c.refer_beta_rate
+        )
+        self._k = 0  # gradient steps (Algorithm 1's k)
+        self._env_steps = 0  # env steps since training started
+        self._state_stats_set = False
+        self._stash: Dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def refer_train(self, episodes: List) -> Dict[str, Any]:
+        """Stores new env steps and takes the gradient steps they make due (one per F steps).
+
+        Args:
+            episodes: Episode chunks (``SingleAgentEpisode``) from the env runners.
+
+        Returns:
+            ``results`` (reduced metrics), ``num_updates`` (of this call) and
+            ``weights_changed`` (whether the env runners need new weights).
+        """
+        new_steps = sum(len(e) for e in episodes)
+        for ep in self.assembler.add(episodes):  # Algorithm 2: store whole episodes
+            self.memory.add_episode(**ep, **self._score_episode(ep))
+        weights_changed = False
+        num_updates = 0
+        if len(self.memory) >= self.config.n_start:
+            if not self._state_stats_set:  # App. B: statistics after N_start observations
+                self._set_state_stats(*self.memory.state_stats())
+                self._state_stats_set = True
+                weights_changed = True
+            self._env_steps += new_steps
+            due = int(self._env_steps / self.config.steps_per_update) - self._k  # t < F·k
+            for _ in range(max(0, due)):
+                self._gradient_step()
+                num_updates += 1
+        m = self.metrics
+        m.log_value((ALL_MODULES, REPLAY_SIZE_KEY), len(self.memory), window=1)
+        m.log_value((ALL_MODULES, BETA_KEY), self.refer.beta, window=1)
+        m.log_value((ALL_MODULES, C_MAX_KEY), self.refer.c_max, window=1)
+        m.log_value((ALL_MODULES, LR_KEY), self.refer.lr, window=1)
+        m.log_value((ALL_MODULES, NUM_GRAD_STEPS_KEY), self._k, window=1)
+        m.log_value((ALL_MODULES, REWARD_SCALE_KEY), self.memory.reward_scale, window=1)
+        return {
+            "results": m.reduce(),
+            "num_updates": num_updates,
+            "weights_changed": weights_changed or num_updates > 0,
+        }
+
+    def _gradient_step(self) -> None:
+        """One pass of Algorithm 1's inner loop: sample B, update, write back, update β."""
+        c = self.config
+        if self._k % c.reward_scale_interval == 0:
+            self.memory.update_reward_scale()  # App. B, Eq. (16)
+        self.refer.t = int(c.steps_per_update * self._k)  # t = F·k for Eq. (13)
+        self._set_learning_rate_factor(self.refer.lr / self.refer.eta)  # η(t), Eq. (13)
+        sample = self.memory.sample(c.train_batch_size_per_learner)
+        self._stash = {}
+        Learner.update(self, batch=self._to_batch(sample), _no_metrics_reduce=True)
+        self._write_back(sample)
+        far_fraction = self.memory.far_fraction(self.refer.c_max)  # n_far / N
+        self.refer.update_beta(far_fraction)  # Eq. (12)
+        self.metrics.log_value((ALL_MODULES, FAR_FRACTION_KEY), far_fraction, window=1)
+        self._k += 1
+
+    @staticmethod
+    def _to_batch(sample: Dict[str, np.ndarray]) -> MultiAgentBatch:
+        cols = {k: v for k, v in sample.items() if k != "idx"}
+        return MultiAgentBatch({DEFAULT_POLICY_ID: SampleBatch(cols)}, env_steps=len(sample["idx"]))
+
+    @property
+    def num_gradient_steps(self) -> int:
+        """k, the gradient steps taken so far."""
+        return self._k
+
+    # ------------------------------------------------------------------ algorithm hooks
+    def _score_episode(self, episode: Dict[str, np.ndarray]) -> Dict[str, Any]:
+        """Extra :meth:`ReplayMemory.add_episode` arguments computed at storage time.
+
+        Default: none (ρ = 1, V = 0). V-RACER returns ``values``, ``rho`` and ``v_boot``.
+        """
+        return {}
+
+    @abc.abstractmethod
+    def _write_back(self, sample: Dict[str, np.ndarray]) -> None:
+        """Writes the minibatch's new ρ (and V, TD errors) from :attr:`_stash` into the RM."""
+
+    @abc.abstractmethod
+    def _set_state_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
+        """Sets μ_s, σ_s (App. B) in the module(s)."""
+
+    @abc.abstractmethod
+    def _set_learning_rate_factor(self, factor: float) -> None:
+        """Sets every optimizer's learning rate to its initial value times ``factor``."""
+
+    # ------------------------------------------------------------------ checkpoints
+    @override(Learner)
+    def get_state(self, components=None, *, not_components=None, **kwargs) -> StateDict:
+        """RLlib's learner state plus ``"refer"``: β, t, k, env steps, stats flag, reward scale."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state[STATE_KEY] = {
+            **self.refer.get_state(),
+            "k": self._k,
+            "env_steps": self._env_steps,
+            "state_stats_set": self._state_stats_set,
+            "reward_scale": self.memory.reward_scale,
+        }
+        return state
+
+    @override(Learner)
+    def set_state(self, state: StateDict) -> None:
+        """Restores :meth:`get_state`'s output (the RM starts empty, see module docstring)."""
+        super().set_state(state)
+        s = state.get(STATE_KEY)
+        if s is not None:
+            self.refer.set_state(s)
+            self._k = int(s["k"])
+            self._env_steps = int(s["env_steps"])
+            self._state_stats_set = bool(s["state_stats_set"])
+            self.memory.reward_scale = float(s["reward_scale"])

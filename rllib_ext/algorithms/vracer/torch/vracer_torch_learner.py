@@ -1,0 +1,114 @@
+"""V-RACER's loss with ReF-ER (paper 003 §2-3, Algorithm 3), and its write-back into the RM.
+
+Per sampled step k (stored: s_k, a_k, μ_k, V̂^tbc_k and Q̂^ret_k = r̂_{k+1} + γ V̂^tbc_{k+1}):
+
+* ρ_k = π^w(a_k|s_k)/μ_k(a_k|s_k) with the current network;
+* off-PG (Eq. 5): L^off-PG = −ρ_k (Q̂^ret_k − V^w(s_k)), the advantage held constant;
+* value (Eq. 9): L^tbc = ½ (V^w(s_k) − V̂^tbc_k)²;
+* ReF-ER (Eq. 10-11): β·mean[near_k·(L^off-PG + L^tbc)] + (1−β)·mean[D_KL(μ_k ‖ π^w)], where
+  near_k is Rule 1 (1/c_max < ρ_k < c_max); Rule 1 clips policy and value gradients (§4).
+
+After the update the pre-update ρ_k and V^w(s_k) are written back, and V̂^tbc is corrected for
+step k and all prior steps of its episode with Eq. (8) (Algorithm 3); for the last step of a
+truncated episode V^w(s_T) is refreshed too (the paper computes it once, at storage).
+
+log ρ is capped at 20 before exponentiation (ρ ≤ 4.9e8) so that ``er``/``refer2`` runs, which
+have no Rule 1, fail by learning badly rather than by overflow.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.algorithms.refer.refer_learner import (
+    BATCH_FAR_KEY,
+    MEAN_KL_KEY,
+    MEAN_RHO_KEY,
+    ZEROED_KEY,
+    ReFERLearner,
+)
+from rllib_ext.algorithms.refer.torch.refer_torch_learner import ReFERTorchLearner
+from rllib_ext.common.replay.rules import diag_gaussian_kl, diag_gaussian_log_rho, near_policy_mask, refer_loss
+
+LOG_RHO_MAX = 20.0
+
+
+def split_mu(mu: torch.Tensor):
+    """(mean, σ) from RLlib's ``action_dist_inputs`` layout (mean, log σ)."""
+    mean, log_std = mu.chunk(2, dim=-1)
+    return mean, torch.exp(log_std)
+
+
+class VRACERTorchLearner(ReFERTorchLearner):
+    """Algorithm 3 (the loss) and the V-RACER write-back."""
+
+    @override(ReFERTorchLearner)
+    def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]) -> torch.Tensor:
+        """β·mean[near·(off-PG + value loss)] + (1−β)·mean[D_KL] (Eq. 5, 9, 10, 11)."""
+        pi_mean, pi_std = split_mu(fwd_out[Columns.ACTION_DIST_INPUTS])
+        v = fwd_out[Columns.VF_PREDS]
+        mu_mean, mu_std = split_mu(batch["mu"])
+        log_rho = diag_gaussian_log_rho(batch[Columns.ACTIONS], pi_mean, pi_std, mu_mean, mu_std)
+        rho = torch.exp(torch.clamp(log_rho, max=LOG_RHO_MAX))
+        advantage = (batch["q_ret"] - v).detach()
+        pg_loss = -rho * advantage  # Eq. (5)
+        vf_loss = 0.5 * (v - batch["v_tbc"]) ** 2  # Eq. (9)
+        kl = diag_gaussian_kl(mu_mean, mu_std, pi_mean, pi_std)  # D_KL(μ_k ‖ π^w), Eq. (11)
+        refer = self.refer
+        near = near_policy_mask(rho.detach(), refer.c_max)  # Rule 1
+        weights = batch["weights"] if config.replay_mode == "per" else None
+        loss = refer_loss(pg_loss + vf_loss, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
+
+        self._stash = {"rho": rho.detach().cpu().numpy(), "v": v.detach().cpu().numpy()}
+        far = 1.0 - near.float().mean()
+        self.metrics.log_dict(
+            {
+                MEAN_KL_KEY: kl.detach().mean(),
+                ZEROED_KEY: far if refer.rule1 else torch.zeros(()),  # share of Rule-1-zeroed gradients
+                BATCH_FAR_KEY: far,
+                MEAN_RHO_KEY: rho.detach().mean(),
+                "policy_loss": pg_loss.detach().mean(),
+                "vf_loss": vf_loss.detach().mean(),
+            },
+            key=module_id,
+            window=1,
+        )
+        return loss
+
+    def _rl_module(self):
+        return next(iter(self.module._rl_modules.values())).unwrapped()
+
+    @override(ReFERLearner)
+    def _score_episode(self, episode: Dict[str, np.ndarray]) -> Dict[str, Any]:
+        """V(s_0..s_T) and ρ_t with the current network (Algorithm 2 stores V; ρ ≈ 1)."""
+        with torch.no_grad():
+            v, mean, std = self._rl_module().value_and_policy(torch.as_tensor(episode["obs"], device=self._device))
+            mu_mean, mu_std = split_mu(torch.as_tensor(episode["mu"], device=self._device))
+            T = len(episode["actions"])
+            actions = torch.as_tensor(episode["actions"], device=self._device).reshape(T, -1)
+            log_rho = diag_gaussian_log_rho(actions, mean[:T], std[:T], mu_mean, mu_std)
+        v = v.cpu().numpy()
+        return {"values": v[:T], "rho": np.exp(np.minimum(log_rho.cpu().numpy(), LOG_RHO_MAX)), "v_boot": float(v[T])}
+
+    @override(ReFERLearner)
+    def _write_back(self, sample: Dict[str, np.ndarray]) -> None:
+        """Stores ρ_k, V(s_k); refreshes V(s_T) of truncated episodes; Eq. (8) (Algorithm 3)."""
+        v_boot = None
+        last = sample["truncated_last"]
+        if last.any():
+            with torch.no_grad():
+                v_last = self._rl_module().value_and_policy(torch.as_tensor(sample["next_obs"][last], device=self._device))[0]
+            v_boot = np.full(len(last), np.nan)
+            v_boot[last] = v_last.cpu().numpy()
+        self.memory.write_back(
+            sample["idx"],
+            rho=self._stash["rho"],
+            values=self._stash["v"],
+            td_error=sample["v_tbc"] - self._stash["v"],
+            v_boot=v_boot,
+        )

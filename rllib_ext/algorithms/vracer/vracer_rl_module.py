@@ -1,0 +1,91 @@
+"""V-RACER's network (paper 003 §2, App. A): one MLP for V, the policy mean and a shared Σ.
+
+"Given s, a single NN outputs the value V^w, the mean m^w and diagonal covariance Σ^w of the
+Gaussian policy π^w(a|s)" (§2); "the values of the diagonal covariance matrix are shared among
+all states and initialized to Σ = 0.2 I. To ensure that Σ is positive definite, the respective
+NN outputs are mapped onto R+ by a Softplus rectifier" (App. A).
+
+Σ: the paper writes Σ = 0.2 I for the covariance; smarties (the authors' code) documents its
+``explNoise`` = 0.2 as "initial value of diagonal std vectors". We follow smarties: σ =
+softplus(w_σ), initialized at σ = 0.2 (``model_config["init_sigma"]``). ``action_dist_inputs``
+are RLlib's (m, log σ); exploration samples a normal truncated at ±3σ
+(:class:`~rllib_ext.algorithms.refer.distributions.TruncatedDiagGaussian`), ``explore=False``
+acts with m. States are standardized with the memory's μ_s, σ_s (App. B; module buffers).
+
+model_config keys: ``fcnet_hiddens`` (default [128, 128]), ``init_sigma`` (0.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+import torch
+from torch import nn
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis import ValueFunctionAPI
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.algorithms.refer.distributions import TruncatedDiagGaussian
+from rllib_ext.algorithms.refer.networks import Standardizer, paper_mlp, softplus_inverse
+
+
+class VRACERTorchRLModule(TorchRLModule, ValueFunctionAPI):
+    """V^w(s), m^w(s) from one Softsign MLP; σ state-independent through a softplus."""
+
+    @override(TorchRLModule)
+    def setup(self):
+        """Builds the MLP (App. A init), σ's parameter and the state standardizer."""
+        cfg = self.model_config or {}
+        hidden = list(cfg.get("fcnet_hiddens", [128, 128]))
+        self.obs_dim = int(np.prod(self.observation_space.shape))
+        self.act_dim = int(np.prod(self.action_space.shape))
+        self.standardize = Standardizer(self.obs_dim)
+        self.net = paper_mlp(self.obs_dim, hidden, 1 + self.act_dim)  # [V, m]
+        init = softplus_inverse(float(cfg.get("init_sigma", 0.2)))
+        self.sigma_param = nn.Parameter(torch.full((self.act_dim,), init))
+        self.action_dist_cls = TruncatedDiagGaussian
+
+    def set_state_stats(self, mean, std) -> None:
+        """μ_s, σ_s of App. B."""
+        self.standardize.set(mean, std)
+
+    def value_and_policy(self, obs: torch.Tensor):
+        """(V [B], m [B, d_A], σ [B, d_A]) for raw states."""
+        out = self.net(self.standardize(obs.reshape(obs.shape[0], -1).float()))
+        v, mean = out[:, 0], out[:, 1:]
+        sigma = nn.functional.softplus(self.sigma_param).expand_as(mean)
+        return v, mean, sigma
+
+    @override(TorchRLModule)
+    def get_inference_action_dist_cls(self):
+        """Gaussian (its deterministic form, the mean, is used with ``explore=False``)."""
+        from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian
+
+        return TorchDiagGaussian
+
+    @override(TorchRLModule)
+    def get_exploration_action_dist_cls(self):
+        """Normal truncated at ±3σ (App. A)."""
+        return TruncatedDiagGaussian
+
+    @override(TorchRLModule)
+    def get_train_action_dist_cls(self):
+        """Normal truncated at ±3σ (App. A)."""
+        return TruncatedDiagGaussian
+
+    @override(TorchRLModule)
+    def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+        _, mean, sigma = self.value_and_policy(batch[Columns.OBS])
+        return {Columns.ACTION_DIST_INPUTS: torch.cat([mean, torch.log(sigma)], -1)}
+
+    @override(TorchRLModule)
+    def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+        v, mean, sigma = self.value_and_policy(batch[Columns.OBS])
+        return {Columns.ACTION_DIST_INPUTS: torch.cat([mean, torch.log(sigma)], -1), Columns.VF_PREDS: v}
+
+    @override(ValueFunctionAPI)
+    def compute_values(self, batch: Dict[str, Any], embeddings=None) -> torch.Tensor:
+        """V^w(s)."""
+        return self.value_and_policy(batch[Columns.OBS])[0]
