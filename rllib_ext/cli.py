@@ -42,10 +42,30 @@ class CLIError(Exception):
 # ---------------------------------------------------------------------------------------------
 # Input checks (no Ray needed).
 # ---------------------------------------------------------------------------------------------
+def load_config_file(path: str, option: str) -> Dict[str, Any]:
+    """``@FILE.yaml``: a ``configs/*.yaml`` file's ``config:`` block (or the whole mapping)."""
+    import yaml
+
+    if not os.path.isfile(path):
+        raise CLIError(f"{option} @{path}: no such file")
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f)
+    except yaml.YAMLError as e:
+        raise CLIError(f"{option} @{path} is not valid YAML: {_first_line(e)}")
+    if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
+        doc = doc["config"]
+    if not isinstance(doc, dict):
+        raise CLIError(f"{option} @{path} must hold a mapping (or a 'config:' mapping)")
+    return doc
+
+
 def parse_json_dict(text: Optional[str], option: str) -> Dict[str, Any]:
-    """Parses ``--config``/``--stop`` JSON into a dict, or raises a one-line CLIError."""
+    """Parses ``--config``/``--stop`` JSON (or ``@FILE.yaml``) into a dict, or raises CLIError."""
     if text is None or text == "":
         return {}
+    if text.startswith("@"):
+        return load_config_file(text[1:], option)
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
@@ -447,7 +467,10 @@ def cmd_plot(args) -> int:
 # Parsers.
 # ---------------------------------------------------------------------------------------------
 def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", help="JSON object of config overrides, e.g. '{\"lr\": 0.001}'")
+    p.add_argument(
+        "--config",
+        help="config overrides: a JSON object like '{\"lr\": 0.001}', or @FILE.yaml (e.g. @configs/es.yaml)",
+    )
     p.add_argument("--stop", help="JSON stop criteria, e.g. '{\"training_iteration\": 10}'")
     p.add_argument("--num-samples", type=int, default=1, help="Tune samples per experiment")
     p.add_argument("--storage-path", help="where results go (default ~/ray_results)")

@@ -255,3 +255,30 @@ def test_train_against_a_two_node_cluster(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "iter    1" in proc.stdout
     assert trial_dirs(os.path.join(tmp_path, "cluster"))
+
+
+def test_config_at_file_reads_a_configs_yaml_block(tmp_path):
+    path = tmp_path / "paper.yaml"
+    path.write_text("paper: x\nconfig:\n  lr: 0.123\n  num_epochs: 3\n")
+    assert cli.parse_json_dict(f"@{path}", "--config") == {"lr": 0.123, "num_epochs": 3}
+    with pytest.raises(cli.CLIError, match="no such file"):
+        cli.parse_json_dict("@/no/such.yaml", "--config")
+
+
+def test_every_configs_yaml_is_accepted_by_its_algorithm():
+    """configs/*.yaml hold the papers' tables: each key must exist on the algorithm's config."""
+    import yaml
+
+    configs = sorted(glob.glob(os.path.join(REPO, "configs", "*.yaml")))
+    assert configs
+    by_prefix = {spec.config_path.split(":")[0].split(".")[2]: name for name, spec in registry.ALGORITHMS.items()}
+    for path in configs:
+        block = cli.load_config_file(path, "--config")
+        prefix = os.path.basename(path).split("_")[0].split(".")[0]
+        name = by_prefix.get(prefix)
+        if name is None:
+            continue
+        config = registry.get_config_class(name)()
+        unknown = [k for k in block if not hasattr(config, config._translate_special_keys(k, warn_deprecated=False))]
+        assert not unknown, f"{path}: {name} has no {unknown}"
+        assert yaml.safe_load(open(path)).get("paper"), f"{path} should name its paper table"
