@@ -1,0 +1,324 @@
+"""IMPACT_EXT against RLlib's APPO, IMPALA and PPO: time and env steps to a return threshold.
+
+Usage (one Ray job at a time, on a quiet machine)::
+
+    .venv/bin/python benchmarks/impact_vs_appo.py race [--env CartPole-v1] [--target 450]
+        [--seeds 0 1 2] [--budget-s 180] [--num-env-runners 2] [--algos IMPACT_EXT APPO ...]
+        [--write-results]
+    .venv/bin/python benchmarks/impact_vs_appo.py buffer-placement
+
+``race`` trains each algorithm with each seed until the smoothed training return
+(``env_runners/episode_return_mean``) reaches the target or the budget runs out, and reports
+medians of wall-clock seconds (from the first ``train()`` call) and env steps sampled, the ratios
+IMPACT_EXT/APPO and IMPACT_EXT/IMPALA, each algorithm's sampled env steps per second, and, measured
+in the same run, the raw rate of the env with a policy network in a plain single-process loop
+(the physical limit). Every algorithm gets the same env runners (``--num-env-runners``, one env
+each), a learner in the driver (``num_learners=0``), and a 2 s reporting interval (the return
+is checked after each iteration).
+
+Rivals use RLlib's own tuned CartPole settings (rllib/tuned_examples/{appo,impala,ppo}/
+cartpole_*.py); IMPACT_EXT uses tuned_examples/impact_ext/cartpole-v1.yaml.
+
+``buffer-placement`` measures where IMPACT's circular buffer should live: in the learner (a
+plain object) or in a ``ray.remote(num_cpus=0)`` replay actor, for real CartPole train batches.
+
+``--write-results`` replaces the IMPACT section of benchmarks/RESULTS.md with the tables,
+the command and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import statistics
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "RESULTS.md")
+BEGIN, END = "<!-- IMPACT_EXT begin -->", "<!-- IMPACT_EXT end -->"
+RETURN_KEY = ("env_runners", "episode_return_mean")
+
+# RLlib's tuned CartPole settings (new API stack) for the rivals.
+RIVALS: Dict[str, Dict[str, Any]] = {
+    "APPO": {"vf_loss_coeff": 0.05, "entropy_coeff": 0.0, "model_config": {"vf_share_layers": True}},
+    "IMPALA": {
+        "train_batch_size_per_learner": 500,
+        "grad_clip": 40.0,
+        "lr": 0.0005,
+        "vf_loss_coeff": 0.05,
+        "entropy_coeff": 0.0,
+        "model_config": {"vf_share_layers": True},
+    },
+    "PPO": {
+        "lr": 0.0003,
+        "num_epochs": 6,
+        "vf_loss_coeff": 0.01,
+        "model_config": {"fcnet_hiddens": [32], "fcnet_activation": "linear", "vf_share_layers": True},
+    },
+}
+
+
+def impact_settings(env: str) -> Dict[str, Any]:
+    """IMPACT_EXT's tuned example for ``env`` (tuned_examples/impact_ext/<env>.yaml)."""
+    import yaml
+
+    path = os.path.join(REPO, "tuned_examples", "impact_ext", f"{env.lower()}.yaml")
+    (exp,) = yaml.safe_load(open(path)).values()
+    return dict(exp.get("config") or {})
+
+
+def build(algo: str, env: str, seed: int, num_env_runners: int, settings: Dict[str, Any]):
+    """The algorithm with the benchmark's common resources and its own tuned settings."""
+    from rllib_ext import registry
+
+    settings = dict(settings)
+    model = settings.pop("model_config", None)
+    for key in ("num_env_runners", "num_envs_per_env_runner", "num_learners", "min_time_s_per_iteration"):
+        settings.pop(key, None)
+    cls = registry.resolve_algorithm_class(algo)
+    config = cls.get_default_config().environment(env).debugging(seed=seed)
+    config.update_from_dict(settings)
+    if model:
+        config.rl_module(model_config=model)
+    config.env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=1)
+    config.learners(num_learners=0)
+    config.reporting(min_time_s_per_iteration=2)
+    return config.build_algo()
+
+
+def race_one(algo: str, env: str, seed: int, target: float, budget_s: float, num_env_runners: int, settings) -> Dict:
+    """One run until the return reaches ``target`` or ``budget_s`` passes."""
+    t_build = time.time()
+    a = build(algo, env, seed, num_env_runners, settings)
+    build_s = time.time() - t_build
+    t0 = time.time()
+    reached, steps, ret, best = False, 0, float("nan"), float("-inf")
+    try:
+        while time.time() - t0 < budget_s:
+            r = a.train()
+            ret = (r.get(RETURN_KEY[0]) or {}).get(RETURN_KEY[1], float("nan"))
+            steps = int(r.get("num_env_steps_sampled_lifetime") or 0)
+            if ret == ret:
+                best = max(best, ret)
+            if ret == ret and ret >= target:
+                reached = True
+                break
+    finally:
+        wall = time.time() - t0
+        a.stop()
+    out = dict(algo=algo, seed=seed, reached=reached, wall_s=wall, env_steps=steps, best=best, build_s=build_s)
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def raw_rate(env: str, hidden=(64, 64), seconds: float = 5.0) -> float:
+    """Env steps per second of a plain loop: gymnasium env + a torch MLP policy, one process."""
+    import gymnasium as gym
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    e = gym.make(env)
+    obs, _ = e.reset(seed=0)
+    n_in = int(np.prod(e.observation_space.shape))
+    n_out = e.action_space.n if hasattr(e.action_space, "n") else 2 * int(np.prod(e.action_space.shape))
+    layers, last = [], n_in
+    for h in hidden:
+        layers += [torch.nn.Linear(last, h), torch.nn.Tanh()]
+        last = h
+    net = torch.nn.Sequential(*layers, torch.nn.Linear(last, n_out))
+    n, t0 = 0, time.time()
+    with torch.no_grad():
+        while time.time() - t0 < seconds:
+            logits = net(torch.as_tensor(obs, dtype=torch.float32))
+            if hasattr(e.action_space, "n"):
+                action = int(torch.distributions.Categorical(logits=logits).sample())
+            else:
+                action = logits[: n_out // 2].numpy()
+            obs, _, term, trunc, _ = e.step(action)
+            n += 1
+            if term or trunc:
+                obs, _ = e.reset()
+    return n / (time.time() - t0)
+
+
+def median_or_none(values: List[float]) -> Optional[float]:
+    return statistics.median(values) if values else None
+
+
+def summarize(runs: List[Dict], budget_s: float) -> Dict[str, Dict]:
+    """Per algorithm: runs reaching the target, median wall time/steps (budget if not reached)."""
+    table = {}
+    for algo in dict.fromkeys(r["algo"] for r in runs):
+        rs = [r for r in runs if r["algo"] == algo]
+        n_ok = sum(r["reached"] for r in rs)
+        # A run that never reached the target counts as the whole budget (a lower bound).
+        walls = [r["wall_s"] if r["reached"] else budget_s for r in rs]
+        steps = [r["env_steps"] for r in rs]
+        rate = [r["env_steps"] / r["wall_s"] for r in rs if r["wall_s"] > 0]
+        table[algo] = dict(
+            reached=f"{n_ok}/{len(rs)}",
+            all_reached=n_ok == len(rs),
+            median_wall_s=median_or_none(walls),
+            median_env_steps=median_or_none(steps),
+            median_steps_per_s=median_or_none(rate),
+            best=[round(r["best"], 1) for r in rs],
+        )
+    return table
+
+
+def cmd_race(args) -> int:
+    import ray
+
+    import rllib_ext  # noqa: F401
+
+    logging.getLogger("ray.rllib").setLevel(logging.ERROR)
+    ray.init(address="local", num_cpus=args.num_env_runners + 1, include_dashboard=False, logging_level=logging.ERROR)
+    raw = raw_rate(args.env)
+    print(f"raw env+policy rate ({args.env}, 2x64 tanh MLP, 1 process): {raw:,.0f} steps/s", flush=True)
+    runs = []
+    for seed in args.seeds:
+        for algo in args.algos:
+            settings = impact_settings(args.env) if algo == "IMPACT_EXT" else RIVALS.get(algo, {})
+            runs.append(race_one(algo, args.env, seed, args.target, args.budget_s, args.num_env_runners, settings))
+    raw_end = raw_rate(args.env)
+    ray.shutdown()
+    table = summarize(runs, args.budget_s)
+    md = render(args, table, runs, raw, raw_end)
+    print(md)
+    if args.write_results:
+        write_section(md)
+    return 0
+
+
+def render(args, table, runs, raw, raw_end) -> str:
+    lines = [
+        f"### {args.env}: time and env steps to return {args.target:g}",
+        "",
+        f"Command: `.venv/bin/python benchmarks/impact_vs_appo.py {' '.join(sys.argv[1:])}`  ",
+        f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: "
+        f"{os.cpu_count()} cores; {args.num_env_runners} env runners (1 env each), learner in the "
+        f"driver, seeds {' '.join(map(str, args.seeds))}, budget {args.budget_s:g} s per run.",
+        "",
+        "| algorithm | reached | median wall s | median env steps | median sampled steps/s | best return per seed |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for algo, row in table.items():
+        wall = row["median_wall_s"]
+        wall_s = f"{wall:.1f}" + ("" if row["all_reached"] else " (≥, budget counted)")
+        lines.append(
+            f"| {algo} | {row['reached']} | {wall_s} | {row['median_env_steps']:,.0f} | "
+            f"{row['median_steps_per_s']:,.0f} | {row['best']} |"
+        )
+    lines += ["", f"Raw env + policy (2x64 tanh MLP) in one plain process: {raw:,.0f} steps/s at the start, "
+              f"{raw_end:,.0f} at the end of the run.", ""]
+    imp = table.get("IMPACT_EXT")
+    for rival in ("APPO", "IMPALA", "PPO"):
+        if imp and rival in table and table[rival]["median_wall_s"]:
+            w = imp["median_wall_s"] / table[rival]["median_wall_s"]
+            s = imp["median_env_steps"] / table[rival]["median_env_steps"] if table[rival]["median_env_steps"] else float("nan")
+            note = "" if (imp["all_reached"] and table[rival]["all_reached"]) else " (a run hit the budget: bound, not a ratio)"
+            lines.append(f"- IMPACT_EXT / {rival}: wall time {w:.2f}x, env steps {s:.2f}x{note}")
+    lines += ["", "<details><summary>per run</summary>", "", "```"]
+    lines += [json.dumps(r) for r in runs]
+    lines += ["```", "</details>", ""]
+    return "\n".join(lines)
+
+
+def write_section(md: str, title: str = "## IMPACT_EXT (paper 004)") -> None:
+    """Replaces (or appends) the IMPACT section of RESULTS.md; other sections stay."""
+    text = open(RESULTS).read() if os.path.exists(RESULTS) else "# Benchmark results\n"
+    block = f"{BEGIN}\n{title}\n\n{md}\n{END}"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        text = head + block + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    with open(RESULTS, "w") as f:
+        f.write(text)
+    print(f"wrote {RESULTS}")
+
+
+def cmd_buffer_placement(args) -> int:
+    """Learner-local CircularBuffer vs the same class in a Ray actor, on real train batches."""
+    import numpy as np
+    import ray
+    from ray.rllib.core.learner.training_data import TrainingData
+
+    import rllib_ext  # noqa: F401
+    from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
+    from rllib_ext.algorithms.impact.impact import IMPACTConfig
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
+    config = (
+        IMPACTConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+        .rl_module(model_config={"fcnet_hiddens": [64, 64]})
+    )
+    algo = config.build_algo()
+    learner = algo.learner_group._learner
+    batches = []
+    for _ in range(8):
+        td = TrainingData(episodes=algo.env_runner.sample(num_timesteps=500, explore=True))
+        batches.append(learner._make_batch_if_necessary(training_data=td))
+    N, K, rounds = 4, 2, 200
+    local = CircularBuffer(N, K, seed=0)
+    t0 = time.perf_counter()
+    for i in range(rounds):
+        local.put(batches[i % len(batches)])
+        for _ in range(K):
+            local.draw()
+    t_local = (time.perf_counter() - t0) / rounds
+    actor = ray.remote(num_cpus=0)(CircularBuffer).remote(N, K, 0)
+    refs = [ray.put(b) for b in batches]
+    ray.get(actor.put.remote(refs[0]))
+    ray.get(actor.draw.remote())
+    t0 = time.perf_counter()
+    for i in range(rounds):
+        # The worker-side put ships a reference (workers would put their own object refs);
+        # each draw ships the batch back to the learner.
+        actor.put.remote(batches[i % len(batches)])
+        for _ in range(K):
+            ray.get(actor.draw.remote())
+    t_actor = (time.perf_counter() - t0) / rounds
+    algo.stop()
+    ray.shutdown()
+    print(
+        f"circular buffer, one put + {K} draws per 500-step CartPole train batch (N={N}, K={K}, {rounds} rounds):\n"
+        f"  in the learner:        {t_local * 1e3:8.3f} ms\n"
+        f"  in a replay actor:     {t_actor * 1e3:8.3f} ms  ({t_actor / max(t_local, 1e-9):,.0f}x slower)"
+    )
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd")
+    p = sub.add_parser("race")
+    p.add_argument("--env", default="CartPole-v1")
+    p.add_argument("--target", type=float, default=450.0)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--budget-s", type=float, default=180.0)
+    p.add_argument("--num-env-runners", type=int, default=2)
+    p.add_argument("--algos", nargs="+", default=["IMPACT_EXT", "APPO", "IMPALA", "PPO"])
+    p.add_argument("--write-results", action="store_true")
+    p.set_defaults(func=cmd_race)
+    p = sub.add_parser("buffer-placement")
+    p.set_defaults(func=cmd_buffer_placement)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        args = parser.parse_args(["race", *(argv or sys.argv[1:])])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
