@@ -79,7 +79,9 @@ class BlackBoxConfig(AlgorithmConfig):
 
     - ``noise_stdev`` (σ): perturbation scale, θ + σε.
     - ``episodes_per_batch`` (N): returns per update.
-    - ``sampler``: ``gaussian`` | ``antithetic`` | ``orthogonal`` | ``gcmc`` | ``qmc``.
+    - ``sampler``: ``gaussian`` | ``antithetic`` | ``orthogonal`` | ``gcmc`` | ``qmc``;
+      ``sampler_antithetic`` (None: the sampler's default) pairs the directions of
+      ``gaussian``/``orthogonal``/``qmc`` antithetically too.
     - ``return_shaping``: ``centered_rank`` | ``standardize`` | ``none``.
     - ``optimizer``: ``adam`` | ``sgd`` | ``msgd`` | ``dsgd`` (``rllib_ext.optim``), with ``lr``
       (η, η0 for DSGD) and ``optimizer_kwargs``; ``l2_coeff`` adds −l2·θ to the ascent direction.
@@ -98,6 +100,7 @@ class BlackBoxConfig(AlgorithmConfig):
         self.noise_stdev = 0.02
         self.episodes_per_batch = 40
         self.sampler = "antithetic"
+        self.sampler_antithetic = None
         self.return_shaping = "centered_rank"
         self.optimizer = "adam"
         self.optimizer_kwargs = {}
@@ -129,6 +132,7 @@ class BlackBoxConfig(AlgorithmConfig):
         noise_stdev=NotProvided,
         episodes_per_batch=NotProvided,
         sampler=NotProvided,
+        sampler_antithetic=NotProvided,
         return_shaping=NotProvided,
         optimizer=NotProvided,
         optimizer_kwargs=NotProvided,
@@ -150,6 +154,7 @@ class BlackBoxConfig(AlgorithmConfig):
             noise_stdev=noise_stdev,
             episodes_per_batch=episodes_per_batch,
             sampler=sampler,
+            sampler_antithetic=sampler_antithetic,
             return_shaping=return_shaping,
             optimizer=optimizer,
             optimizer_kwargs=optimizer_kwargs,
@@ -191,7 +196,10 @@ class BlackBoxConfig(AlgorithmConfig):
                 check()
             except ValueError as e:
                 self._value_error(f"{kind}: {e}")
-        antithetic = samplers_lib.get_sampler(self.sampler).default_antithetic
+        sampler_cls = samplers_lib.get_sampler(self.sampler)
+        antithetic = sampler_cls.default_antithetic if self.sampler_antithetic is None else self.sampler_antithetic
+        if self.sampler_antithetic is False and sampler_cls.default_antithetic:
+            self._value_error(f"sampler {self.sampler!r} is antithetic by definition (sampler_antithetic=False)")
         if antithetic and self.episodes_per_batch % 2:
             self._value_error(
                 f"episodes_per_batch (N) must be even for the antithetic sampler {self.sampler!r}, "
@@ -242,6 +250,10 @@ class BlackBoxConfig(AlgorithmConfig):
             check_policy_spec(act_space, self.policy_head, self.policy_activation)
         except ValueError as e:
             self._value_error(f"{self.env!r}: {e}")
+
+    def make_sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
+        """The perturbation sampler (the same on the driver and on every runner)."""
+        return samplers_lib.make_sampler(self.sampler, dim, antithetic=self.sampler_antithetic)
 
     @property
     def model_config_for_policy(self) -> Dict[str, Any]:
@@ -517,7 +529,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
 
     def _sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
         if dim not in self._samplers:
-            self._samplers[dim] = samplers_lib.make_sampler(self.config.sampler, dim)
+            self._samplers[dim] = self.config.make_sampler(dim)
         return self._samplers[dim]
 
     def perturbed_theta(self, seed: int, n: int, index: int) -> np.ndarray:
@@ -577,7 +589,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             obs, _ = env.reset()
             total, length, done = 0.0, 0, False
             while not done:
-                if not np.all(np.isfinite(obs)):
+                if not np.isfinite(obs).all():
                     raise EpisodeFailed(f"non-finite observation at step {length}: {obs}")
                 action = policy.act(obs_filter(obs, record=record_obs), explore=explore, generator=self._rng)
                 obs, reward, terminated, truncated, _ = env.step(action)
@@ -621,7 +633,7 @@ class BlackBoxAlgorithm(Algorithm):
         self.batch_seed = int(self.config.batch_seed_offset) + 1_000_003 * int(self.config.seed or 0)
         self.counters = {"episodes_failed": 0, "returns_dropped_stale": 0, "env_steps": 0, "episodes": 0}
         self.theta = self._on_learner(lambda learner: learner.get_flat())
-        self.sampler = samplers_lib.make_sampler(self.config.sampler, self.theta.size)
+        self.sampler = self.config.make_sampler(self.theta.size)
         self.publish()
 
     # -- helpers ----------------------------------------------------------------------------
