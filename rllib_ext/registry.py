@@ -71,6 +71,13 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
             "000, 002",
             "evolution strategies on lean async env runners; samplers gaussian/antithetic/orthogonal/gcmc/qmc",
         ),
+        AlgoSpec(
+            "DFD_EXT",
+            "rllib_ext.algorithms.dfd.dfd:DFD",
+            "rllib_ext.algorithms.dfd.dfd:DFDConfig",
+            "000",
+            "delayed finite differences: runners never wait, delayed returns used (Eq. 18); FD ablation",
+        ),
     ]
 }
 

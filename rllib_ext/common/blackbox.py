@@ -548,7 +548,8 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
 
         Returns:
             ``{"results": [...], "busy_s", "runner", "obs_delta", "steps"}``; each result
-            ``{"id", "seed", "index", "return", "length", "u", "failed", "error"}``.
+            ``{"id", "seed", "n", "index", "return", "length", "u", "failed", "error",
+            "duration_s"}``.
         """
         t0 = time.perf_counter()
         if version != self.version:
@@ -559,6 +560,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             theta = self._theta if index is None else self.perturbed_theta(job["seed"], job["n"], index)
             self.module.set_flat(theta)
             for _ in range(int(self.config.episodes_per_job)):
+                t_episode = time.perf_counter()
                 try:
                     ret, length = self._run_episode(explore=bool(self.config.explore_perturbations))
                     failed, error = False, None
@@ -567,8 +569,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
                     self.make_env()  # a fresh env for the next episode (RLlib's recovery too)
                 steps += length
                 results.append(
-                    {"id": job["id"], "seed": job.get("seed"), "index": index, "return": ret,
-                     "length": length, "u": version, "failed": failed, "error": error}
+                    {"id": job["id"], "seed": job.get("seed"), "n": job.get("n"), "index": index,
+                     "return": ret, "length": length, "u": version, "failed": failed, "error": error,
+                     "duration_s": time.perf_counter() - t_episode}
                 )
         return {
             "results": results,

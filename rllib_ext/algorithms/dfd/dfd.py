@@ -1,0 +1,188 @@
+"""DFD_EXT: asynchronous delayed finite differences (paper 000, Algorithms 1 and 2).
+
+Paper: ``../shared/papers/000_918eb0e7bb8ca864.txt`` ("A Scalable Finite Difference Method for
+Deep Reinforcement Learning"). Names follow the paper:
+
+- u: update index; θ_u: parameters; σ (``noise_stdev``); N (``episodes_per_batch``).
+- A return is (R(α), seed of ε, T, u) with α = θ_u + σε (Algorithm 2).
+- n_i = u − u_i: delay of return i; ``u_max`` (U_max): returns with n_i > U_max are dropped.
+- λ_i = σε_i + θ_{u−n_i} − θ_u (Eq. 16–17); g_DFD = (1/N) Σ [R(α_i) − R(θ_u)] λ_i / ‖λ_i‖² (Eq. 18)
+  on batch-standardized rewards (Algorithm 1), R(θ_u) ≈ mean of the current-policy returns (Eq. 23).
+- ``delayed_returns=False`` is the FD ablation (Eq. 10): delayed returns are dropped.
+
+Runners never wait (Algorithm 2): the async pool keeps ``jobs_in_flight_per_env_runner`` calls on
+every runner, each evaluating perturbations of the newest θ published when the call was sent; a
+runner switches to a newer θ only between calls, i.e. at an episode boundary (no episode is cut
+short). The learner (Algorithm 1) accepts every return until it has at least N, updates with
+exactly N and carries the extra returns over to the next update (App. A.2).
+
+Optimizers by name (``rllib_ext.optim``): ``adam`` (default), ``sgd`` (Eq. 2), ``msgd`` (Eq. 19),
+``dsgd`` (Eq. 20–22; it is fed R(θ_u) as the mean raw return of the batch's current-policy
+returns, or of the whole batch when it has none).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.algorithms.dfd.dfd_learner import ParameterHistory, ReturnBuffer, dfd_gradient
+from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
+
+NO_PROGRESS_TIMEOUT_S = 120.0
+# Perturbation ids per update: (batch seed of u, JOB_ROWS, running index).
+JOB_ROWS = 1 << 20
+
+
+class DFDConfig(BlackBoxConfig):
+    """Config of DFD_EXT (paper 000 Table 3 defaults; other settings on :class:`BlackBoxConfig`).
+
+    Args (``training()``):
+        u_max: U_max, the largest delay n_i whose return is still used (Table 3: 3).
+        delayed_returns: True: DFD (Eq. 18); False: the FD ablation (Eq. 10), delayed returns
+            dropped.
+
+    Rewards are standardized per batch by Algorithm 1 itself, so ``return_shaping`` is fixed to
+    ``standardize``; the sampler defaults to i.i.d. Gaussian ε (Algorithm 2).
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or DFD)
+        self.u_max = 3
+        self.delayed_returns = True
+        self.sampler = "gaussian"
+        self.return_shaping = "standardize"
+        self.perturbations_per_call = 1
+
+    @override(BlackBoxConfig)
+    def training(self, *, u_max=NotProvided, delayed_returns=NotProvided, **kwargs) -> "DFDConfig":
+        super().training(**kwargs)
+        if u_max is not NotProvided:
+            self.u_max = u_max
+        if delayed_returns is not NotProvided:
+            self.delayed_returns = delayed_returns
+        return self
+
+    @override(BlackBoxConfig)
+    def validate(self) -> None:
+        super().validate()
+        if not (isinstance(self.u_max, (int, float)) and self.u_max > 0):
+            self._value_error(f"u_max (U_max) must be a number > 0, got {self.u_max!r}")
+        if self.sampler not in ("gaussian", "antithetic", "gcmc"):
+            # DFD draws an open-ended stream of perturbations per update; these samplers
+            # regenerate any row in O(d) (orthogonal/QMC build blocks of a fixed batch).
+            self._value_error(f"DFD_EXT supports samplers gaussian, antithetic, gcmc; got {self.sampler!r}")
+        if self.return_shaping != "standardize":
+            self._value_error(
+                "DFD standardizes each batch's rewards itself (paper 000 Algorithm 1): "
+                f"return_shaping must be 'standardize', got {self.return_shaping!r}"
+            )
+
+
+class DFD(BlackBoxAlgorithm):
+    """Delayed finite differences: runners never idle, delayed returns are used (Eq. 18)."""
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> DFDConfig:
+        return DFDConfig()
+
+    @override(BlackBoxAlgorithm)
+    def setup(self, config):
+        super().setup(config)
+        self.history = ParameterHistory(int(self.config.u_max))
+        self.history.add(self.update_index, self.theta)
+        self.returns = ReturnBuffer(self.config.episodes_per_batch, int(self.config.u_max), self.config.delayed_returns)
+        self._job_seed = self.next_batch_seed()
+        self._job_index = 0
+        self._t_first_update = None
+
+    def _refill(self) -> None:
+        """Queues jobs of the newest θ for every free slot (runners never wait, Algorithm 2)."""
+        u = self.update_index
+        self.pool.drop_queued(lambda jobs: jobs[0]["version"] != u)
+        free = self.num_runners * self.config.jobs_in_flight_per_env_runner - self.pool.num_in_flight
+        per_call = self.call_size(self.config.episodes_per_batch)
+        for _ in range(max(free - self.pool.num_queued, 0)):
+            indices = range(self._job_index, self._job_index + per_call)
+            self._job_index += per_call
+            self.submit_perturbations(self._job_seed, JOB_ROWS, indices)
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        self.check_can_train()
+        cfg = self.config
+        since, busy_before = self.pool.snapshot()
+        u = self.update_index
+        if self._t_first_update is None:
+            self._t_first_update = time.perf_counter()
+        evals, useful_s, last_progress = [], 0.0, time.perf_counter()
+        self._refill()
+        while not self.returns.ready():
+            ok, failed = self.collect(timeout_s=0.05)
+            evals += [r["return"] for r in ok if r["index"] is None]
+            self.returns.add([r for r in ok if r["index"] is not None], u)
+            self._refill()
+            if ok or failed:
+                last_progress = time.perf_counter()
+            elif time.perf_counter() - last_progress > NO_PROGRESS_TIMEOUT_S:
+                raise RuntimeError(f"DFD_EXT: no return for {NO_PROGRESS_TIMEOUT_S:.0f} s (healthy runners: "
+                                   f"{self.pool.healthy_runner_ids()})")
+
+        batch = self.returns.take_batch(u)
+        rewards = np.array([r["return"] for r in batch])
+        versions = np.array([int(r["u"]) for r in batch])
+        delays = u - versions
+        sigma_eps = np.stack([self.sampler.perturbation(r["seed"], r["n"], r["index"]) for r in batch])
+        sigma_eps *= np.float32(cfg.noise_stdev)
+        g, info = dfd_gradient(rewards, sigma_eps, delays, self.history, u, versions)
+        current = delays == 0
+        r_theta_u_raw = float(rewards[current].mean() if current.any() else rewards.mean())  # for DSGD
+        stats = self.apply_update(g, r_theta_u_raw)
+        self.history.add(self.update_index, self.theta)
+        self._job_seed, self._job_index = self.next_batch_seed(), 0
+        self._refill()
+
+        useful_s = sum(r["duration_s"] for r in batch)
+        self.log_batch(batch, since, busy_before)
+        m, wall = self.metrics, max(time.perf_counter() - since, 1e-9)
+        m.log_value((BLACKBOX, "useful_utilization"), useful_s / (self.num_runners * wall), reduce="mean", window=20)
+        m.log_value((BLACKBOX, "delayed_return_fraction"), float((delays > 0).mean()), reduce="mean", window=20)
+        m.log_value((BLACKBOX, "mean_delay"), float(delays.mean()), reduce="mean", window=20)
+        m.log_value((BLACKBOX, "returns_dropped_stale_lifetime"), self.returns.num_dropped_stale, reduce="max", window=1)
+        m.log_value((BLACKBOX, "returns_carried_over"), len(self.returns.pending), reduce="mean", window=1)
+        m.log_value((BLACKBOX, "batches_without_current_returns"), float(not current.any()), reduce="sum")
+        m.log_value(
+            (BLACKBOX, "updates_per_s"),
+            self.update_index / max(time.perf_counter() - self._t_first_update, 1e-9),
+            reduce="mean", window=1,
+        )
+        eta_u = self._on_learner(lambda l: next(iter(l._named_optimizers.values())).param_groups[0].get("eta_u"))
+        if eta_u is not None:
+            m.log_value((BLACKBOX, "eta_u"), float(eta_u), reduce="mean", window=1)
+        if evals:
+            m.log_value((BLACKBOX, "eval_return_mean"), float(np.mean(evals)), reduce="mean", window=1)
+        for key, value in {**stats, **info}.items():
+            m.log_value((BLACKBOX, key), value, reduce="mean", window=1)
+        if cfg.eval_episodes:
+            self.submit_unperturbed(cfg.eval_episodes)
+
+    @override(BlackBoxAlgorithm)
+    def _extra_state(self):
+        return {
+            "history": self.history.get_state(),
+            "returns": self.returns.get_state(),
+            "job_seed": self._job_seed,
+            "job_index": self._job_index,
+        }
+
+    @override(BlackBoxAlgorithm)
+    def _set_extra_state(self, state) -> None:
+        self.history.set_state(state["history"])
+        self.returns.set_state(state["returns"])
+        self._job_seed, self._job_index = state["job_seed"], state["job_index"]
