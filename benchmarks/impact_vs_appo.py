@@ -115,7 +115,7 @@ def race_one(algo: str, env: str, seed: int, target: float, budget_s: float, num
     finally:
         wall = time.time() - t0
         a.stop()
-    out = dict(algo=algo, seed=seed, reached=reached, wall_s=wall, env_steps=steps, best=best, build_s=build_s)
+    out = dict(algo=algo, seed=seed, reached=reached, wall_s=round(wall, 2), env_steps=steps, best=float(best), build_s=round(build_s, 2))
     print(json.dumps(out), flush=True)
     return out
 
@@ -171,7 +171,7 @@ def summarize(runs: List[Dict], budget_s: float) -> Dict[str, Dict]:
             median_wall_s=median_or_none(walls),
             median_env_steps=median_or_none(steps),
             median_steps_per_s=median_or_none(rate),
-            best=[round(r["best"], 1) for r in rs],
+            best=[round(float(r["best"]), 1) for r in rs],
         )
     return table
 

@@ -12,12 +12,12 @@ draws reuse it. :meth:`CircularBuffer.draw` therefore returns ``(item, k)``.
 
 Placement. IMPACT_EXT keeps the buffer inside the Learner (as RLlib's APPO does), not in a
 separate replay actor. Measured with ``benchmarks/impact_vs_appo.py buffer-placement`` on the
-2-core development machine (CartPole train batches of 500 steps, N=4, K=2; see
-benchmarks/RESULTS.md): one put + K draws per batch cost about 0.01 ms in the learner against
-about 1.7 ms through a ``ray.remote(num_cpus=0)`` actor (one round trip per call plus the batch's
-serialisation), i.e. the in-learner buffer is two orders of magnitude faster, and it needs no
-extra process on a 2-core machine. The class is plain Python so that it can still be wrapped
-in ``ray.remote`` (that is how the alternative was measured).
+2-core development machine (2026-11-22, real 500-step CartPole train batches, N=4, K=2, 200
+rounds; see benchmarks/RESULTS.md): one put + K draws per batch cost 0.022 ms in the learner
+against 12.5 ms through a ``ray.remote(num_cpus=0)`` actor (a round trip per call plus the
+batch's serialisation on every draw), about 570x slower; the in-learner buffer also needs no
+extra process on a 2-core machine, so it is the one kept. The class is plain Python so that it
+can be wrapped in ``ray.remote`` (that is how the alternative was measured).
 
 Not thread-safe: IMPACT's learner draws from one thread.
 """

@@ -35,7 +35,7 @@ in Figure 4a.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional
 
 from typing_extensions import Self
 
@@ -312,9 +312,10 @@ class IMPACT(APPO):
 
     @override(APPO)
     def setup(self, config: AlgorithmConfig):
-        """RLlib's IMPALA setup (env runners, weights server, learner group) plus counters."""
+        """RLlib's IMPALA setup (env runners, weights server, learner group)."""
         super().setup(config)
-        self._impact_num_broadcasts = 0
+        # Whether the learner's buffer still allows draws (then sampling does not wait).
+        self._impact_buffer_has_draws = False
 
     @override(APPO)
     def training_step(self) -> None:
@@ -367,8 +368,6 @@ class IMPACT(APPO):
         if rl_module_state is not None:
             self._impact_broadcast(rl_module_state, connector_states)
 
-    _impact_buffer_has_draws = False
-
     def _impact_sample(self):
         """Fetches ready worker results (relaunching sampling on them), or samples locally."""
         if self.env_runner_group.num_healthy_remote_workers() > 0:
@@ -394,26 +393,20 @@ class IMPACT(APPO):
 
     def _impact_broadcast(self, rl_module_state: Dict[str, Any], connector_states: List[Dict]) -> None:
         """Ships learner weights (and merged connector states) to the workers."""
-        self._impact_num_broadcasts += 1
         self.metrics.log_value(NUM_SYNCH_WORKER_WEIGHTS, 1, reduce="sum")
         env_steps = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        kwargs = dict(
+            config=self.config,
+            connector_states=connector_states,
+            rl_module_state=rl_module_state,
+            env_steps_sampled=env_steps,
+            env_to_module=self.env_to_module_connector,
+            module_to_env=self.module_to_env_connector,
+        )
         with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
             if self._env_runner_state_server is not None:
-                state = self.env_runner_group.get_merged_env_runner_state(
-                    config=self.config,
-                    connector_states=connector_states,
-                    rl_module_state=rl_module_state,
-                    env_steps_sampled=env_steps,
-                    env_to_module=self.env_to_module_connector,
-                    module_to_env=self.module_to_env_connector,
-                )
+                # Workers pull the newest state at their next sample() (Worker-i line 7).
+                state = self.env_runner_group.get_merged_env_runner_state(**kwargs)
                 self._env_runner_state_server.push.remote(state)
             else:
-                self.env_runner_group.sync_env_runner_states(
-                    config=self.config,
-                    connector_states=connector_states,
-                    rl_module_state=rl_module_state,
-                    env_steps_sampled=env_steps,
-                    env_to_module=self.env_to_module_connector,
-                    module_to_env=self.module_to_env_connector,
-                )
+                self.env_runner_group.sync_env_runner_states(**kwargs)

@@ -19,7 +19,7 @@ import torch
 
 from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
 
-SURROGATE_RATIOS = ("r1", "r2", "r3")
+from rllib_ext.algorithms.impact.impact import SURROGATE_RATIOS
 
 
 def vtrace_gae_lambda(

@@ -136,7 +136,7 @@ class IMPACTTorchLearner(IMPACTLearner, TorchLearner):
         # Bootstrap for each time-major column: the first value of the next column (the
         # flat batch is one continuous sequence); the last column ends on a phantom step.
         bootstrap = torch.cat([v_const[0][1:], v_const[0][0:1]], dim=0)
-        vs, _ = vtrace_targets(
+        trace_inputs = dict(
             target_logp=logp_target,
             behaviour_logp=logp_worker,
             discounts=discounts,
@@ -144,19 +144,9 @@ class IMPACTTorchLearner(IMPACTLearner, TorchLearner):
             values=v_const,
             bootstrap_values=bootstrap,
             rho_bar=config.vtrace_clip_rho_threshold,
-            pg_rho_bar=config.vtrace_clip_pg_rho_threshold,
         )
-        advantages = vtrace_gae_lambda(
-            target_logp=logp_target,
-            behaviour_logp=logp_worker,
-            discounts=discounts,
-            rewards=rewards,
-            values=v_const,
-            bootstrap_values=bootstrap,
-            lam=config.lambda_,
-            rho_bar=config.vtrace_clip_rho_threshold,
-            c_bar=1.0,
-        )
+        vs, _ = vtrace_targets(pg_rho_bar=config.vtrace_clip_pg_rho_threshold, **trace_inputs)
+        advantages = vtrace_gae_lambda(lam=config.lambda_, c_bar=1.0, **trace_inputs)
 
         # 3. Surrogate ratio (R3 by default, Algorithm 1 line 8 / §4.1) with PPO's ε-clip.
         rho = float(config.target_worker_clipping)
