@@ -17,6 +17,7 @@ the idle time and waste that DFD_EXT removes; ``blackbox/worker_utilization`` sh
 from __future__ import annotations
 
 import time
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
@@ -49,23 +50,33 @@ class ESConfig(BlackBoxConfig):
 
 
 class ES(BlackBoxAlgorithm):
-    """Synchronous ES: perturb, wait for all N returns, estimate ĝ, step, publish θ_{u+1}."""
+    """Synchronous ES: perturb, wait for all N returns, estimate ĝ, step, publish θ_{u+1}.
+
+    Subclasses with another estimator from the same synchronous batch (CVES_EXT) override
+    :meth:`estimate_gradient`.
+    """
+
+    registered_name = "ES_EXT"  # in error messages
 
     @classmethod
     @override(Algorithm)
     def get_default_config(cls) -> ESConfig:
         return ESConfig()
 
-    @override(Algorithm)
-    def training_step(self) -> None:
-        self.check_can_train()
-        cfg = self.config
-        since, busy_before = self.pool.snapshot()
-        u, n, sigma = self.update_index, cfg.episodes_per_batch, float(cfg.noise_stdev)
-        seed = self.next_batch_seed()
+    def evaluate_batch(self, seed: int, n: int) -> Tuple[List[Dict[str, Any]], List[float]]:
+        """Evaluates rows 0..n−1 of batch ``seed`` of θ_u (and ``eval_episodes`` of θ_u); waits for all.
+
+        A failed episode is re-run on a fresh env (at most ``MAX_FAILURES_PER_BATCH_FACTOR``·n per
+        batch); a return of an older θ (a re-run job of a dead runner) is dropped and counted.
+        CVES_EXT reuses this for its batches.
+
+        Returns:
+            (the runner's result dict of each row, in row order; the returns of θ_u itself).
+        """
+        u, name = self.update_index, self.registered_name
         self.submit_perturbations(seed, n)
-        eval_ids = set(self.submit_unperturbed(cfg.eval_episodes))
-        by_index, evals, used = {}, [], []
+        eval_ids = set(self.submit_unperturbed(self.config.eval_episodes))
+        by_index, evals = {}, []
         failures, last_progress = 0, time.perf_counter()
         while len(by_index) < n or len(evals) < len(eval_ids):
             ok, failed = self.collect(timeout_s=0.05)
@@ -75,13 +86,12 @@ class ES(BlackBoxAlgorithm):
                 elif r["index"] is None:
                     evals.append(r["return"])
                 else:
-                    by_index[r["index"]] = r["return"]
-                    used.append(r)
+                    by_index[r["index"]] = r
             for r in failed:  # re-run the perturbation on a fresh env
                 failures += 1
                 if failures > MAX_FAILURES_PER_BATCH_FACTOR * n:
                     raise RuntimeError(
-                        f"ES_EXT: {failures} episodes failed in update {u} (last: {r['error']}); "
+                        f"{name}: {failures} episodes failed in update {u} (last: {r['error']}); "
                         "the env keeps failing — see the env runner logs"
                     )
                 if r["index"] is None:
@@ -91,20 +101,39 @@ class ES(BlackBoxAlgorithm):
             if ok or failed:
                 last_progress = time.perf_counter()
             elif time.perf_counter() - last_progress > NO_RUNNER_TIMEOUT_S and not self.pool.healthy_runner_ids():
-                raise RuntimeError(f"ES_EXT: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+                raise RuntimeError(f"{name}: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+        return [by_index[i] for i in range(n)], evals
 
-        returns = np.array([by_index[i] for i in range(n)], dtype=np.float64)
-        eps = self.sampler.sample(seed, n)
-        g_hat = es_gradient(shape_returns(returns, cfg.return_shaping), eps, sigma)  # Eq. (8)
+    @override(Algorithm)
+    def training_step(self) -> None:
+        self.check_can_train()
+        cfg = self.config
+        since, busy_before = self.pool.snapshot()
+        seed = self.next_batch_seed()
+        rows, evals = self.evaluate_batch(seed, cfg.episodes_per_batch)
+
+        g_hat, info = self.estimate_gradient(seed, rows)
+        returns = np.array([r["return"] for r in rows], dtype=np.float64)
         # DSGD's R(θ_u): the unperturbed returns when measured, else the batch mean (Eq. 23).
         reward = float(np.mean(evals)) if evals else float(np.mean(returns))
         stats = self.apply_update(g_hat, reward)
 
-        self.log_batch(used, since, busy_before)
+        self.log_batch(rows, since, busy_before)
         m = self.metrics
         m.log_value((BLACKBOX, "perturbed_return_mean"), float(np.mean(returns)), reduce="mean", window=1)
         if evals:
             m.log_value((BLACKBOX, "eval_return_mean"), float(np.mean(evals)), reduce="mean", window=1)
-        for key, value in stats.items():
+        for key, value in {**stats, **info}.items():
             m.log_value((BLACKBOX, key), value, reduce="mean", window=1)
         m.log_value((BLACKBOX, "updates_lifetime"), self.update_index, reduce="max", window=1)
+
+    def estimate_gradient(self, seed: int, rows: List[Dict[str, Any]]) -> Tuple[np.ndarray, Dict[str, float]]:
+        """The ascent estimate ĝ of update u from the results of batch ``seed``, in row order.
+
+        Returns:
+            (ĝ with θ's layout; extra metrics logged under ``blackbox/``).
+        """
+        cfg = self.config
+        returns = np.array([r["return"] for r in rows], dtype=np.float64)
+        eps = self.sampler.sample(seed, len(rows))
+        return es_gradient(shape_returns(returns, cfg.return_shaping), eps, float(cfg.noise_stdev)), {}  # Eq. (8)

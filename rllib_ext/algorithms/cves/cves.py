@@ -1,0 +1,244 @@
+"""CVES_EXT: evolution strategies with structured (policy-gradient) control variates.
+
+Paper 002 (``../shared/papers/002_0511cdacd6792c57.txt``): Tang, Choromanski, Kucukelbir,
+"Variance Reduction for Evolution Strategies via Structured Control Variates". Each update u:
+
+1. Perturb θ_u with a sampler batch ε_i (antithetic pairs by default: N = 5 directions,
+   ``episodes_per_batch`` = 2N = 10 rollouts, §4) and run one episode of the *stochastic* policy
+   π_{θ_u+σε_i} per row on the env runners (:class:`CVESEnvRunner`), which return J¹, J^γ and
+   the policy gradient ĝ^pg,γ at θ_u + σε_i (Eq. 1, 5).
+2. ĝ^es,1, ĝ^es,γ (Eq. 4), ĝ^re,γ (Eq. 7), ĝ^cv = ĝ^es,1 + η ⊙ (ĝ^es,γ − ĝ^re,γ) (Eq. 8) with
+   App. C.2's normalization (:mod:`~rllib_ext.algorithms.cves.cves_learner`); one optimizer step
+   (Adam, lr 0.01) along ĝ^cv.
+3. η ← η − α_η · (2η⊙Y² + 2Y⊙X) (Eq. 9, one Monte-Carlo draw per update); if ``adapt_gamma``,
+   φ ← φ − α_φ ĝ_φ with γ = 1 − exp(φ) and ĝ_φ the ES estimate (Eq. 13) of ∇_φ ‖ĝ^cv(γ)‖² over
+   N_φ perturbed γ's, evaluated on the same rollouts (App. C.1).
+
+``control_variate=False`` turns CVES into ES with the same policy, normalization and sampler, so
+the paper's baselines are one switch away: vanilla (``sampler="antithetic"``), ORTHO
+(``"orthogonal"`` with ``sampler_antithetic=True``), GCMC (``"gcmc"``), QMC (``"qmc"`` with
+``sampler_antithetic=True``); the control variate combines with any of them (§5).
+
+The synchronous batch (wait for all rows of θ_u, re-run failed episodes, drop stale returns)
+is ES_EXT's: CVES subclasses :class:`~rllib_ext.algorithms.es.es.ES` and replaces only the
+estimator (:meth:`CVES.estimate_gradient`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner
+from rllib_ext.algorithms.es.es import ES
+from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
+from rllib_ext.common.samplers import make_sampler
+
+
+class CVESConfig(BlackBoxConfig):
+    """Config of CVES_EXT; defaults are paper 002 §4's. Shared settings: :class:`BlackBoxConfig`.
+
+    §4 defaults: 2×32 ReLU MLP mean with a state-independent diagonal σ0 (``policy_head=
+    "gaussian"``, actions sampled: ``explore_perturbations=True``), antithetic pairs with N = 5
+    directions (``episodes_per_batch=10`` rollouts), σ 0.02, Adam lr 0.01, returns normalized
+    (``return_shaping="standardize"``, App. C.2), no observation normalization, γ starts at 0.99
+    (RLlib's ``gamma`` setting).
+
+    Args (``training()``):
+        control_variate: Use ĝ^cv (Eq. 8); False gives the ES baseline with the same policy and
+            runners that skip the policy gradients.
+        eta_lr: α_η, step of the η update (Eq. 9); the paper picks from {1e-3, 1e-4, 1e-5}.
+            0 freezes η at ``eta_init``.
+        eta_init: Initial value of every coordinate of η (0: start as plain ES).
+        adapt_gamma: Adapt γ = 1 − exp(φ) by ES on the variance (App. C.1); False freezes γ,
+            which "sometimes" suffices (App. C.1) and ships one d-vector per episode, not 1 + N_φ.
+        phi_lr: α_φ (App. C.1: {1e-4, 1e-5, 1e-6}).
+        phi_noise_stdev: σ_φ (App. C.1: 0.02).
+        phi_num_perturbations: N_φ (App. C.1: 10), in antithetic pairs (even).
+
+    Example:
+        >>> from rllib_ext import CVESConfig
+        >>> config = CVESConfig().environment("Pendulum-v1").training(eta_lr=1e-4)
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or CVES)
+        self.noise_stdev = 0.02
+        self.episodes_per_batch = 10
+        self.sampler = "antithetic"
+        self.return_shaping = "standardize"
+        self.optimizer = "adam"
+        self.lr = 0.01
+        self.policy_hiddens = [32, 32]
+        self.policy_activation = "relu"
+        self.policy_head = "gaussian"
+        self.explore_perturbations = True
+        self.observation_filter = False
+        self.eval_episodes = 0
+        self.gamma = 0.99
+        self.control_variate = True
+        self.eta_lr = 1e-4
+        self.eta_init = 0.0
+        self.adapt_gamma = True
+        self.phi_lr = 1e-5
+        self.phi_noise_stdev = 0.02
+        self.phi_num_perturbations = 10
+        self.env_runner_cls = CVESEnvRunner
+
+    @override(BlackBoxConfig)
+    def training(
+        self,
+        *,
+        control_variate=NotProvided,
+        eta_lr=NotProvided,
+        eta_init=NotProvided,
+        adapt_gamma=NotProvided,
+        phi_lr=NotProvided,
+        phi_noise_stdev=NotProvided,
+        phi_num_perturbations=NotProvided,
+        **kwargs,
+    ) -> "CVESConfig":
+        super().training(**kwargs)
+        for name, value in dict(
+            control_variate=control_variate,
+            eta_lr=eta_lr,
+            eta_init=eta_init,
+            adapt_gamma=adapt_gamma,
+            phi_lr=phi_lr,
+            phi_noise_stdev=phi_noise_stdev,
+            phi_num_perturbations=phi_num_perturbations,
+        ).items():
+            if value is not NotProvided:
+                setattr(self, name, value)
+        return self
+
+    @override(BlackBoxConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.return_shaping not in cv.SHAPINGS:
+            self._value_error(f"CVES_EXT return_shaping must be one of {', '.join(cv.SHAPINGS)}, got {self.return_shaping!r}")
+        if not (isinstance(self.env_runner_cls, type) and issubclass(self.env_runner_cls, CVESEnvRunner)):
+            self._value_error(f"CVES_EXT needs env_runner_cls to be a CVESEnvRunner (subclass), got {self.env_runner_cls!r}")
+        if not cv.GAMMA_MIN <= self.gamma <= cv.GAMMA_MAX:
+            self._value_error(f"gamma (γ) must be in [{cv.GAMMA_MIN}, {cv.GAMMA_MAX}] (γ = 1 − exp(φ)), got {self.gamma}")
+        for name in ("eta_lr", "phi_lr"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and value >= 0):
+                self._value_error(f"{name} must be a number >= 0, got {value!r}")
+        if not (isinstance(self.phi_noise_stdev, (int, float)) and self.phi_noise_stdev > 0):
+            self._value_error(f"phi_noise_stdev (σ_φ) must be > 0, got {self.phi_noise_stdev!r}")
+        n_phi = self.phi_num_perturbations
+        if not (isinstance(n_phi, int) and n_phi >= 2 and n_phi % 2 == 0):
+            self._value_error(f"phi_num_perturbations (N_φ) must be an even integer >= 2 (antithetic pairs), got {n_phi!r}")
+        if self.control_variate:
+            if self.policy_head == "deterministic" or not self.explore_perturbations:
+                self._value_error(
+                    "the control variate needs a stochastic policy (paper 002 §3.2): policy_head 'gaussian' or "
+                    f"'gaussian_2a' and explore_perturbations=True, got policy_head={self.policy_head!r}, "
+                    f"explore_perturbations={self.explore_perturbations}"
+                )
+
+
+class CVES(ES):
+    """ES with the structured control variate (Eq. 8), η (Eq. 9) and γ (App. C.1) adaptation.
+
+    Attributes:
+        eta: η, float64 [d].
+        phi: φ, with γ = 1 − exp(φ).
+    """
+
+    registered_name = "CVES_EXT"
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> CVESConfig:
+        return CVESConfig()
+
+    @override(BlackBoxAlgorithm)
+    def setup(self, config):
+        # publish() (called by the base setup) ships the γ's, so φ exists before it.
+        self.phi = cv.phi_of(float(config.gamma))
+        self._phi_sampler = make_sampler("antithetic", 1)
+        self._eps_phi = np.zeros(0)
+        super().setup(config)
+        self.eta = np.full(self.theta.size, float(self.config.eta_init))
+
+    @property
+    def gamma(self) -> float:
+        """The current discount factor γ = 1 − exp(φ)."""
+        return cv.gamma_of(self.phi)
+
+    def gammas_to_evaluate(self) -> Optional[np.ndarray]:
+        """[γ, γ_1 … γ_{N_φ}] whose J^γ and ĝ^pg,γ the runners compute for update u (None: no CV).
+
+        ε_j of update u are the rows of an antithetic batch of the 1-d sampler, seeded by
+        (config seed, u), so a restored checkpoint re-creates them.
+        """
+        cfg = self.config
+        if not cfg.control_variate:
+            return None
+        if not cfg.adapt_gamma:
+            self._eps_phi = np.zeros(0)
+            return np.array([self.gamma])
+        seed = 1_000_003 * int(cfg.seed or 0) + self.update_index
+        self._eps_phi = self._phi_sampler.sample(seed, cfg.phi_num_perturbations)[:, 0].astype(np.float64)
+        return np.concatenate([[self.gamma], cv.phi_perturbations(self.phi, self._eps_phi, cfg.phi_noise_stdev)])
+
+    @override(BlackBoxAlgorithm)
+    def publish(self) -> None:
+        """Publishes (θ_u, filter state, γ's of update u) to every runner (see the base method)."""
+        payload = (self.theta, self.obs_filter.get_state(), self.gammas_to_evaluate())
+        self.pool.publish(self.update_index, payload)
+        if self.env_runner is not None:
+            self.env_runner.publish(self.update_index, payload)
+
+    @override(ES)
+    def estimate_gradient(self, seed: int, rows: List[Dict[str, Any]]) -> Tuple[np.ndarray, Dict[str, float]]:
+        """ĝ^cv (Eq. 8) of the batch, then the η (Eq. 9) and φ (Eq. 13) updates on the same batch."""
+        cfg = self.config
+        if not cfg.control_variate:
+            return super().estimate_gradient(seed, rows)
+        eps = self.sampler.sample(seed, len(rows))
+        x, y, scale = cv.cv_terms(
+            np.array([r["return"] for r in rows]),
+            np.array([r["return_gamma"] for r in rows]),
+            np.stack([r["g_pg"] for r in rows]),
+            eps,
+            float(cfg.noise_stdev),
+            cfg.return_shaping,
+            group=2 if self.sampler.antithetic else 1,
+        )
+        est = cv.cv_estimate(x, y, self.eta)
+        info = {
+            "cv_gamma": self.gamma,
+            "cv_eta_abs_mean": float(np.abs(self.eta).mean()),
+            "cv_return_scale": scale,
+            "cv_pg_bytes_per_episode": float(rows[0]["g_pg"].nbytes),
+        }
+        if np.isfinite(est.var_es):
+            info.update(cv_var_es=est.var_es, cv_var_cv=est.var_cv, cv_var_ratio=est.var_cv / max(est.var_es, 1e-300))
+        if np.isfinite(est.corr):
+            info["cv_corr"] = est.corr
+        self.eta = cv.update_eta(self.eta, est.x, est.y[0], float(cfg.eta_lr))  # Eq. (9)
+        if cfg.adapt_gamma:
+            g_phi = cv.phi_gradient(est.f_gamma, self._eps_phi, float(cfg.phi_noise_stdev))  # Eq. (13)
+            self.phi = cv.update_phi(self.phi, g_phi, float(cfg.phi_lr))
+            info["cv_phi_grad"] = g_phi
+        if not np.all(np.isfinite(self.eta)):
+            raise FloatingPointError("CVES_EXT: η became non-finite; lower eta_lr (α_η)")
+        return est.g_cv.astype(np.float32), info
+
+    @override(BlackBoxAlgorithm)
+    def _extra_state(self) -> Dict[str, Any]:
+        return {"eta": self.eta.copy(), "phi": self.phi}
+
+    @override(BlackBoxAlgorithm)
+    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+        self.eta = np.asarray(state["eta"], dtype=np.float64).copy()
+        self.phi = float(state["phi"])
