@@ -65,6 +65,20 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
             "V-RACER: off-policy PG with Retrace/TBC targets in a ReF-ER replay memory (Rules 1-2, annealing)",
         ),
         AlgoSpec(
+            "DDPG_EXT",
+            "rllib_ext.algorithms.ddpg.ddpg:DDPG",
+            "rllib_ext.algorithms.ddpg.ddpg:DDPGConfig",
+            "003",
+            "DDPG (tanh policy, critic, soft targets) on the ReF-ER replay memory (refer/refer1/refer2/er/per)",
+        ),
+        AlgoSpec(
+            "NAF_EXT",
+            "rllib_ext.algorithms.naf.naf:NAF",
+            "rllib_ext.algorithms.naf.naf:NAFConfig",
+            "003",
+            "NAF: Q = V - (a-m)^T L L^T (a-m) on the ReF-ER replay memory (refer/refer1/refer2/er/per)",
+        ),
+        AlgoSpec(
             "ES_EXT",
             "rllib_ext.algorithms.es.es:ES",
             "rllib_ext.algorithms.es.es:ESConfig",

@@ -170,6 +170,11 @@ class ReFERConfig(AlgorithmConfig):
             self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
 
 
+def _refer_eta(config) -> float:
+    """η of Eq. (12)-(13) for β's step: the network's learning rate (``lr``; DDPG: ``actor_lr``)."""
+    return float(getattr(config, "actor_lr", config.lr))
+
+
 def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -207,3 +212,42 @@ class ReFERAlgorithm(Algorithm):
                 self.env_runner_group.sync_weights(
                     from_worker_or_learner_group=self.learner_group, inference_only=True
                 )
+
+
+class ReFERQConfig(ReFERConfig):
+    """Settings shared by the Q-learning based learners of paper 003 (DDPG_EXT, NAF_EXT).
+
+    Adds (App. A): ``tau`` (α of the soft target update w̃ ← (1−α)w̃ + αw, 0.01) and
+    ``exploration_sigma`` (σ of the exploration noise π^w = m^w + N(0, σ²I), 0.2; it is also the
+    σ of π and μ in ρ and D_KL, §2).
+    """
+
+    def __init__(self, algo_class=None):
+        """App. A defaults."""
+        super().__init__(algo_class=algo_class)
+        self.tau = 0.01
+        self.exploration_sigma = 0.2
+
+    @override(ReFERConfig)
+    def training(self, *, tau: Optional[float] = NotProvided, exploration_sigma: Optional[float] = NotProvided, **kwargs) -> Self:
+        """Sets ``tau`` and ``exploration_sigma`` and the settings of :class:`ReFERConfig`."""
+        super().training(**kwargs)
+        if tau is not NotProvided:
+            self.tau = tau
+        if exploration_sigma is not NotProvided:
+            self.exploration_sigma = exploration_sigma
+        return self
+
+    @property
+    @override(ReFERConfig)
+    def _model_config_auto_includes(self) -> Dict[str, Any]:
+        return super()._model_config_auto_includes | {"exploration_sigma": self.exploration_sigma}
+
+    @override(ReFERConfig)
+    def validate(self) -> None:
+        """ReFERConfig's checks plus τ ∈ (0, 1] and σ > 0."""
+        super().validate()
+        if not _number(self.tau) or not 0.0 < self.tau <= 1.0:
+            self._value_error(f"`tau` must be in (0, 1], got {self.tau!r}")
+        if not _number(self.exploration_sigma) or self.exploration_sigma <= 0:
+            self._value_error(f"`exploration_sigma` must be > 0, got {self.exploration_sigma!r}")

@@ -33,6 +33,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import StateDict
 
+from rllib_ext.algorithms.refer.refer import _refer_eta
 from rllib_ext.common.replay import ReFER, ReplayMemory
 from rllib_ext.common.replay.episodes import EpisodeAssembler
 
@@ -74,7 +75,7 @@ class ReFERLearner(Learner):
         )
         self.assembler = EpisodeAssembler()
         self.refer = ReFER(
-            mode=c.replay_mode, C=c.refer_C, A=c.refer_A, D=c.refer_D, eta=c.lr, beta_rate=c.refer_beta_rate
+            mode=c.replay_mode, C=c.refer_C, A=c.refer_A, D=c.refer_D, eta=_refer_eta(c), beta_rate=c.refer_beta_rate
         )
         self._k = 0  # gradient steps (Algorithm 1's k)
         self._env_steps = 0  # env steps since training started
@@ -154,9 +155,34 @@ class ReFERLearner(Learner):
         """
         return {}
 
-    @abc.abstractmethod
     def _write_back(self, sample: Dict[str, np.ndarray]) -> None:
-        """Writes the minibatch's new ρ (and V, TD errors) from :attr:`_stash` into the RM."""
+        """Writes the minibatch's new ρ and TD errors (:attr:`_stash` ``rho``, ``td``) into the RM.
+
+        The default serves the Q-learners (DDPG, NAF: no stored value targets); V-RACER
+        overrides it to also store V and run Eq. (8).
+        """
+        self.memory.write_back(sample["idx"], rho=self._stash["rho"], td_error=self._stash["td"], update_targets=False)
+
+    def log_batch_metrics(self, module_id, *, kl, near, rho, **losses) -> None:
+        """Logs the minibatch's mean D_KL(μ‖π), share of Rule-1-zeroed gradients, far share, ρ.
+
+        Args:
+            module_id: The module's id.
+            kl, near, rho: Per-sample D_KL, Rule-1 mask and ρ (tensors or arrays).
+            **losses: Further scalars to log (e.g. ``policy_loss``, ``vf_loss``).
+        """
+        far = 1.0 - float(near.float().mean() if hasattr(near, "float") else np.mean(near))
+        self.metrics.log_dict(
+            {
+                MEAN_KL_KEY: float(kl.mean()),
+                ZEROED_KEY: far if self.refer.rule1 else 0.0,  # share of Rule-1-zeroed gradients
+                BATCH_FAR_KEY: far,
+                MEAN_RHO_KEY: float(rho.mean()),
+                **{k: float(v) for k, v in losses.items()},
+            },
+            key=module_id,
+            window=1,
+        )
 
     @abc.abstractmethod
     def _set_state_stats(self, mean: np.ndarray, std: np.ndarray) -> None:

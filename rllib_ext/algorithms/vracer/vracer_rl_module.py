@@ -27,11 +27,11 @@ from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.distributions import TruncatedDiagGaussian
+from rllib_ext.algorithms.refer.modules import ReFERModuleMixin
 from rllib_ext.algorithms.refer.networks import Standardizer, paper_mlp, softplus_inverse
 
 
-class VRACERTorchRLModule(TorchRLModule, ValueFunctionAPI):
+class VRACERTorchRLModule(ReFERModuleMixin, TorchRLModule, ValueFunctionAPI):
     """V^w(s), m^w(s) from one Softsign MLP; σ state-independent through a softplus."""
 
     @override(TorchRLModule)
@@ -45,11 +45,6 @@ class VRACERTorchRLModule(TorchRLModule, ValueFunctionAPI):
         self.net = paper_mlp(self.obs_dim, hidden, 1 + self.act_dim)  # [V, m]
         init = softplus_inverse(float(cfg.get("init_sigma", 0.2)))
         self.sigma_param = nn.Parameter(torch.full((self.act_dim,), init))
-        self.action_dist_cls = TruncatedDiagGaussian
-
-    def set_state_stats(self, mean, std) -> None:
-        """μ_s, σ_s of App. B."""
-        self.standardize.set(mean, std)
 
     def value_and_policy(self, obs: torch.Tensor):
         """(V [B], m [B, d_A], σ [B, d_A]) for raw states."""
@@ -57,23 +52,6 @@ class VRACERTorchRLModule(TorchRLModule, ValueFunctionAPI):
         v, mean = out[:, 0], out[:, 1:]
         sigma = nn.functional.softplus(self.sigma_param).expand_as(mean)
         return v, mean, sigma
-
-    @override(TorchRLModule)
-    def get_inference_action_dist_cls(self):
-        """Gaussian (its deterministic form, the mean, is used with ``explore=False``)."""
-        from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian
-
-        return TorchDiagGaussian
-
-    @override(TorchRLModule)
-    def get_exploration_action_dist_cls(self):
-        """Normal truncated at ±3σ (App. A)."""
-        return TruncatedDiagGaussian
-
-    @override(TorchRLModule)
-    def get_train_action_dist_cls(self):
-        """Normal truncated at ±3σ (App. A)."""
-        return TruncatedDiagGaussian
 
     @override(TorchRLModule)
     def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:

@@ -11,9 +11,6 @@ Per sampled step k (stored: s_k, a_k, μ_k, V̂^tbc_k and Q̂^ret_k = r̂_{k+1} 
 After the update the pre-update ρ_k and V^w(s_k) are written back, and V̂^tbc is corrected for
 step k and all prior steps of its episode with Eq. (8) (Algorithm 3); for the last step of a
 truncated episode V^w(s_T) is refreshed too (the paper computes it once, at storage).
-
-log ρ is capped at 20 before exponentiation (ρ ≤ 4.9e8) so that ``er``/``refer2`` runs, which
-have no Rule 1, fail by learning badly rather than by overflow.
 """
 
 from __future__ import annotations
@@ -25,23 +22,9 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.refer_learner import (
-    BATCH_FAR_KEY,
-    MEAN_KL_KEY,
-    MEAN_RHO_KEY,
-    ZEROED_KEY,
-    ReFERLearner,
-)
-from rllib_ext.algorithms.refer.torch.refer_torch_learner import ReFERTorchLearner
-from rllib_ext.common.replay.rules import diag_gaussian_kl, diag_gaussian_log_rho, near_policy_mask, refer_loss
-
-LOG_RHO_MAX = 20.0
-
-
-def split_mu(mu: torch.Tensor):
-    """(mean, σ) from RLlib's ``action_dist_inputs`` layout (mean, log σ)."""
-    mean, log_std = mu.chunk(2, dim=-1)
-    return mean, torch.exp(log_std)
+from rllib_ext.algorithms.refer.refer_learner import ReFERLearner
+from rllib_ext.algorithms.refer.torch.refer_torch_learner import LOG_RHO_MAX, ReFERTorchLearner, split_mu
+from rllib_ext.common.replay.rules import diag_gaussian_log_rho, refer_loss
 
 
 class VRACERTorchLearner(ReFERTorchLearner):
@@ -52,31 +35,17 @@ class VRACERTorchLearner(ReFERTorchLearner):
         """β·mean[near·(off-PG + value loss)] + (1−β)·mean[D_KL] (Eq. 5, 9, 10, 11)."""
         pi_mean, pi_std = split_mu(fwd_out[Columns.ACTION_DIST_INPUTS])
         v = fwd_out[Columns.VF_PREDS]
-        mu_mean, mu_std = split_mu(batch["mu"])
-        log_rho = diag_gaussian_log_rho(batch[Columns.ACTIONS], pi_mean, pi_std, mu_mean, mu_std)
-        rho = torch.exp(torch.clamp(log_rho, max=LOG_RHO_MAX))
+        rho, kl, near = self.rho_kl(batch, pi_mean, pi_std)
         advantage = (batch["q_ret"] - v).detach()
         pg_loss = -rho * advantage  # Eq. (5)
         vf_loss = 0.5 * (v - batch["v_tbc"]) ** 2  # Eq. (9)
-        kl = diag_gaussian_kl(mu_mean, mu_std, pi_mean, pi_std)  # D_KL(μ_k ‖ π^w), Eq. (11)
         refer = self.refer
-        near = near_policy_mask(rho.detach(), refer.c_max)  # Rule 1
         weights = batch["weights"] if config.replay_mode == "per" else None
         loss = refer_loss(pg_loss + vf_loss, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
 
         self._stash = {"rho": rho.detach().cpu().numpy(), "v": v.detach().cpu().numpy()}
-        far = 1.0 - near.float().mean()
-        self.metrics.log_dict(
-            {
-                MEAN_KL_KEY: kl.detach().mean(),
-                ZEROED_KEY: far if refer.rule1 else torch.zeros(()),  # share of Rule-1-zeroed gradients
-                BATCH_FAR_KEY: far,
-                MEAN_RHO_KEY: rho.detach().mean(),
-                "policy_loss": pg_loss.detach().mean(),
-                "vf_loss": vf_loss.detach().mean(),
-            },
-            key=module_id,
-            window=1,
+        self.log_batch_metrics(
+            module_id, kl=kl.detach(), near=near, rho=rho.detach(), policy_loss=pg_loss.detach().mean(), vf_loss=vf_loss.detach().mean()
         )
         return loss
 

@@ -1,0 +1,51 @@
+"""NAF_EXT: Normalized Advantage Functions (Gu et al. 2016) with ReF-ER (paper 003 §2, App. A).
+
+Novati & Koumoutsakos (ICML 2019), ``../shared/papers/003_e2e49ddc84a31194.txt``. One network
+gives V^w, m^w and L^w, Q^w = V − (a−m)ᵀLLᵀ(a−m) (Eq. 4), trained with the Q-learning target of
+a soft-updated target network (τ 0.01) under ReF-ER (Eq. 10-13); exploration
+π = m + N(0, 0.2²I). Sampling, storage and the update loop are shared with VRACER_EXT
+(:mod:`rllib_ext.algorithms.refer.refer`); the loss is in ``torch/naf_torch_learner.py``.
+
+Checkpoints hold the networks (trained and target), the optimizer, β, t and k, the state
+statistics and the reward scale; not the replay memory's contents.
+"""
+
+from __future__ import annotations
+
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.algorithms.refer.refer import ReFERAlgorithm, ReFERQConfig
+
+
+class NAFConfig(ReFERQConfig):
+    """NAF_EXT's configuration: paper 003 App. A (η 1e-4, B 256, γ 0.995, N 2^18, τ 0.01,
+    σ 0.2) and the ReF-ER settings of :class:`~rllib_ext.algorithms.refer.refer.ReFERConfig`."""
+
+    def __init__(self, algo_class=None):
+        """App. A defaults."""
+        super().__init__(algo_class=algo_class or NAF)
+
+    @override(ReFERQConfig)
+    def get_default_learner_class(self):
+        """NAFTorchLearner (imported lazily)."""
+        from rllib_ext.algorithms.naf.torch.naf_torch_learner import NAFTorchLearner
+
+        return NAFTorchLearner
+
+    @override(ReFERQConfig)
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """NAFTorchRLModule (imported lazily)."""
+        from rllib_ext.algorithms.naf.naf_rl_module import NAFTorchRLModule
+
+        return RLModuleSpec(module_class=NAFTorchRLModule)
+
+
+class NAF(ReFERAlgorithm):
+    """NAF_EXT (see the module docstring)."""
+
+    @classmethod
+    @override(ReFERAlgorithm)
+    def get_default_config(cls) -> NAFConfig:
+        """App. A defaults."""
+        return NAFConfig()
