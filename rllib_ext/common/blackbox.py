@@ -122,7 +122,9 @@ class BlackBoxConfig(AlgorithmConfig):
         self.env_runner_cls = BlackBoxEnvRunner
         self.max_requests_in_flight_per_env_runner = 2
         self.restart_failed_env_runners = True
-        self.min_time_s_per_iteration = None
+        # Several updates per iteration: RLlib's per-iteration bookkeeping (~0.1 s) must not
+        # leave runners idle after every update.
+        self.min_time_s_per_iteration = 1.0
         self.min_sample_timesteps_per_iteration = 0
 
     @override(AlgorithmConfig)
@@ -634,7 +636,10 @@ class BlackBoxAlgorithm(Algorithm):
         self.pool = AsyncJobPool(self.env_runner_group, jobs_in_flight=self.config.jobs_in_flight_per_env_runner)
         self.update_index = 0  # u
         self.batch_seed = int(self.config.batch_seed_offset) + 1_000_003 * int(self.config.seed or 0)
-        self.counters = {"episodes_failed": 0, "returns_dropped_stale": 0, "env_steps": 0, "episodes": 0}
+        self.counters = {
+            "episodes_failed": 0, "returns_dropped_stale": 0, "env_steps": 0, "episodes": 0, "useful_runner_s": 0.0,
+        }
+        self._t_first_update = None  # wall clock of the first training_step (updates_per_s)
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.sampler = self.config.make_sampler(self.theta.size)
         self.publish()
@@ -721,7 +726,11 @@ class BlackBoxAlgorithm(Algorithm):
         return stats
 
     def log_batch(self, results: List[Dict[str, Any]], since: float, busy_before: Dict[int, float]) -> None:
-        """Env-step/episode counters and return metrics under RLlib's keys, plus utilization."""
+        """Env-step/episode counters and return metrics under RLlib's keys, plus utilization.
+
+        ``worker_utilization``: runner busy time / (runners × wall); ``useful_utilization``: the
+        part of it spent on episodes whose returns this update used; ``updates_per_s``.
+        """
         steps = int(sum(r["length"] for r in results))
         m = self.metrics
         m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), steps, reduce="lifetime_sum")
@@ -738,6 +747,18 @@ class BlackBoxAlgorithm(Algorithm):
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX), float(np.max(returns)), reduce="max", window=window)
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MIN), float(np.min(returns)), reduce="min", window=window)
         m.log_value((BLACKBOX, "worker_utilization"), self.pool.utilization(since, busy_before, self.num_runners), reduce="mean", window=20)
+        # Runner time spent on episodes whose returns entered this update / (runners × wall).
+        wall = max(time.perf_counter() - since, 1e-9)
+        useful_s = sum(r.get("duration_s", 0.0) for r in results)
+        self.counters["useful_runner_s"] += useful_s
+        m.log_value((BLACKBOX, "useful_utilization"), useful_s / (self.num_runners * wall), reduce="mean", window=20)
+        if self._t_first_update is None:
+            self._t_first_update = since
+        m.log_value(
+            (BLACKBOX, "updates_per_s"),
+            self.update_index / max(time.perf_counter() - self._t_first_update, 1e-9),
+            reduce="mean", window=1,
+        )
         m.log_value((BLACKBOX, "update_index"), self.update_index, reduce="max", window=1)
         for key in ("episodes_failed", "returns_dropped_stale"):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)

@@ -100,7 +100,6 @@ class DFD(BlackBoxAlgorithm):
         self.returns = ReturnBuffer(self.config.episodes_per_batch, int(self.config.u_max), self.config.delayed_returns)
         self._job_seed = self.next_batch_seed()
         self._job_index = 0
-        self._t_first_update = None
 
     def _refill(self) -> None:
         """Queues jobs of the newest θ for every free slot (runners never wait, Algorithm 2)."""
@@ -119,9 +118,7 @@ class DFD(BlackBoxAlgorithm):
         cfg = self.config
         since, busy_before = self.pool.snapshot()
         u = self.update_index
-        if self._t_first_update is None:
-            self._t_first_update = time.perf_counter()
-        evals, useful_s, last_progress = [], 0.0, time.perf_counter()
+        evals, last_progress = [], time.perf_counter()
         self._refill()
         while not self.returns.ready():
             ok, failed = self.collect(timeout_s=0.05)
@@ -148,20 +145,13 @@ class DFD(BlackBoxAlgorithm):
         self._job_seed, self._job_index = self.next_batch_seed(), 0
         self._refill()
 
-        useful_s = sum(r["duration_s"] for r in batch)
         self.log_batch(batch, since, busy_before)
-        m, wall = self.metrics, max(time.perf_counter() - since, 1e-9)
-        m.log_value((BLACKBOX, "useful_utilization"), useful_s / (self.num_runners * wall), reduce="mean", window=20)
+        m = self.metrics
         m.log_value((BLACKBOX, "delayed_return_fraction"), float((delays > 0).mean()), reduce="mean", window=20)
         m.log_value((BLACKBOX, "mean_delay"), float(delays.mean()), reduce="mean", window=20)
         m.log_value((BLACKBOX, "returns_dropped_stale_lifetime"), self.returns.num_dropped_stale, reduce="max", window=1)
         m.log_value((BLACKBOX, "returns_carried_over"), len(self.returns.pending), reduce="mean", window=1)
         m.log_value((BLACKBOX, "batches_without_current_returns"), float(not current.any()), reduce="sum")
-        m.log_value(
-            (BLACKBOX, "updates_per_s"),
-            self.update_index / max(time.perf_counter() - self._t_first_update, 1e-9),
-            reduce="mean", window=1,
-        )
         eta_u = self._on_learner(lambda l: next(iter(l._named_optimizers.values())).param_groups[0].get("eta_u"))
         if eta_u is not None:
             m.log_value((BLACKBOX, "eta_u"), float(eta_u), reduce="mean", window=1)
