@@ -132,6 +132,7 @@ def small_config(**training):
         .env_runners(num_env_runners=2)
         .training(**training)
         .debugging(seed=0)
+        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
     )
 
 

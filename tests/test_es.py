@@ -19,6 +19,7 @@ def small_config(env=VAR_ENV, env_config=None, runners=1, **training):
         .env_runners(num_env_runners=runners)
         .training(**training)
         .debugging(seed=0)
+        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
     )
 
 
