@@ -42,17 +42,22 @@ class CLIError(Exception):
 # ---------------------------------------------------------------------------------------------
 # Input checks (no Ray needed).
 # ---------------------------------------------------------------------------------------------
-def load_config_file(path: str, option: str) -> Dict[str, Any]:
-    """``@FILE.yaml``: a ``configs/*.yaml`` file's ``config:`` block (or the whole mapping)."""
+def read_yaml(path: str, what: str) -> Any:
+    """The parsed YAML file, or a one-line CLIError (``what`` names it in the message)."""
     import yaml
 
     if not os.path.isfile(path):
-        raise CLIError(f"{option} @{path}: no such file")
+        raise CLIError(f"{what}: no such file: {path}")
     try:
         with open(path) as f:
-            doc = yaml.safe_load(f)
+            return yaml.safe_load(f)
     except yaml.YAMLError as e:
-        raise CLIError(f"{option} @{path} is not valid YAML: {_first_line(e)}")
+        raise CLIError(f"{what} {path} is not valid YAML: {_first_line(e)}")
+
+
+def load_config_file(path: str, option: str) -> Dict[str, Any]:
+    """``@FILE.yaml``: a ``configs/*.yaml`` file's ``config:`` block (or the whole mapping)."""
+    doc = read_yaml(path, option)
     if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
         doc = doc["config"]
     if not isinstance(doc, dict):
@@ -302,15 +307,7 @@ def load_experiments(path: str) -> List[Tuple[str, Dict[str, Any]]]:
     ``env`` may also sit inside ``config``. Raises CLIError for a missing file, bad YAML, or an
     experiment without ``run`` or ``env``.
     """
-    import yaml
-
-    if not os.path.isfile(path):
-        raise CLIError(f"no such file: {path}")
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except yaml.YAMLError as e:
-        raise CLIError(f"{path} is not valid YAML: {_first_line(e)}")
+    doc = read_yaml(path, "tuned example")
     if not isinstance(doc, dict) or not doc:
         raise CLIError(f"{path} must map an experiment name to {{run, env, stop, config}}")
     experiments = []
