@@ -751,6 +751,7 @@ class BlackBoxAlgorithm(Algorithm):
         wall = max(time.perf_counter() - since, 1e-9)
         useful_s = sum(r.get("duration_s", 0.0) for r in results)
         self.counters["useful_runner_s"] += useful_s
+        m.log_value((BLACKBOX, "env_steps_per_s"), steps / wall, reduce="mean", window=20)
         m.log_value((BLACKBOX, "useful_utilization"), useful_s / (self.num_runners * wall), reduce="mean", window=20)
         if self._t_first_update is None:
             self._t_first_update = since
