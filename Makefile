@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 # make run: the default algorithm on an embedded env for a few minutes (override on the command line).
-ALGO   ?= PPO
+ALGO   ?= IMPACT_EXT
 ENV    ?= CartPole-v1
 STOP   ?= {"time_total_s": 180, "env_runners/episode_return_mean": 450}
 RUN_ARGS ?= --num-env-runners 1

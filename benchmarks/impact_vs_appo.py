@@ -45,6 +45,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "RESULTS.md")
 BEGIN, END = "<!-- IMPACT_EXT begin -->", "<!-- IMPACT_EXT end -->"
+SECTION = "## IMPACT_EXT vs APPO / IMPALA / PPO (`benchmarks/impact_vs_appo.py`)"
+PENDING = SECTION + "\n\n(pending)\n"
 RETURN_KEY = ("env_runners", "episode_return_mean")
 
 # RLlib's tuned CartPole settings (new API stack) for the rivals.
@@ -163,7 +165,8 @@ def summarize(runs: List[Dict], budget_s: float) -> Dict[str, Dict]:
         n_ok = sum(r["reached"] for r in rs)
         # A run that never reached the target counts as the whole budget (a lower bound).
         walls = [r["wall_s"] if r["reached"] else budget_s for r in rs]
-        steps = [r["env_steps"] for r in rs]
+        # Env steps to the target: over the runs that reached it (None if none did).
+        steps = [r["env_steps"] for r in rs if r["reached"]]
         rate = [r["env_steps"] / r["wall_s"] for r in rs if r["wall_s"] > 0]
         table[algo] = dict(
             reached=f"{n_ok}/{len(rs)}",
@@ -209,15 +212,16 @@ def render(args, table, runs, raw, raw_end) -> str:
         f"{os.cpu_count()} cores; {args.num_env_runners} env runners (1 env each), learner in the "
         f"driver, seeds {' '.join(map(str, args.seeds))}, budget {args.budget_s:g} s per run.",
         "",
-        "| algorithm | reached | median wall s | median env steps | median sampled steps/s | best return per seed |",
+        "| algorithm | reached | median wall s to target | median env steps to target (runs that reached it) | median sampled steps/s | best return per seed |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for algo, row in table.items():
         wall = row["median_wall_s"]
         wall_s = f"{wall:.1f}" + ("" if row["all_reached"] else " (≥, budget counted)")
+        steps = row["median_env_steps"]
+        steps_s = "not reached" if steps is None else f"{steps:,.0f}"
         lines.append(
-            f"| {algo} | {row['reached']} | {wall_s} | {row['median_env_steps']:,.0f} | "
-            f"{row['median_steps_per_s']:,.0f} | {row['best']} |"
+            f"| {algo} | {row['reached']} | {wall_s} | {steps_s} | {row['median_steps_per_s']:,.0f} | {row['best']} |"
         )
     lines += ["", f"Raw env + policy (2x64 tanh MLP) in one plain process: {raw:,.0f} steps/s at the start, "
               f"{raw_end:,.0f} at the end of the run.", ""]
@@ -225,25 +229,28 @@ def render(args, table, runs, raw, raw_end) -> str:
     for rival in ("APPO", "IMPALA", "PPO"):
         if imp and rival in table and table[rival]["median_wall_s"]:
             w = imp["median_wall_s"] / table[rival]["median_wall_s"]
-            s = imp["median_env_steps"] / table[rival]["median_env_steps"] if table[rival]["median_env_steps"] else float("nan")
-            note = "" if (imp["all_reached"] and table[rival]["all_reached"]) else " (a run hit the budget: bound, not a ratio)"
-            lines.append(f"- IMPACT_EXT / {rival}: wall time {w:.2f}x, env steps {s:.2f}x{note}")
+            a, b = imp["median_env_steps"], table[rival]["median_env_steps"]
+            s = f"{a / b:.2f}x" if a and b else "n/a (not reached by one of them)"
+            note = "" if (imp["all_reached"] and table[rival]["all_reached"]) else " (budget-capped runs counted as the budget: a bound)"
+            lines.append(f"- IMPACT_EXT / {rival}: median wall time {w:.2f}x{note}; env steps to target {s}")
     lines += ["", "<details><summary>per run</summary>", "", "```"]
     lines += [json.dumps(r) for r in runs]
     lines += ["```", "</details>", ""]
     return "\n".join(lines)
 
 
-def write_section(md: str, title: str = "## IMPACT_EXT (paper 004)") -> None:
+def write_section(md: str, title: str = SECTION) -> None:
     """Replaces (or appends) the IMPACT section of RESULTS.md; other sections stay."""
     text = open(RESULTS).read() if os.path.exists(RESULTS) else "# Benchmark results\n"
-    block = f"{BEGIN}\n{title}\n\n{md}\n{END}"
+    block = f"{BEGIN}\n{md}\n{END}"
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
         text = head + block + tail
+    elif PENDING in text:
+        text = text.replace(PENDING, f"{PENDING.split(chr(10))[0]}\n\n{block}\n", 1)
     else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
+        text = text.rstrip("\n") + f"\n\n{title}\n\n{block}\n"
     with open(RESULTS, "w") as f:
         f.write(text)
     print(f"wrote {RESULTS}")
