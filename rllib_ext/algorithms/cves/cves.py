@@ -37,7 +37,7 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.algorithms.cves import cves_learner as cv
 from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner
 from rllib_ext.algorithms.es.es import ES
-from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
+from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
 from rllib_ext.common.samplers import make_sampler
 
 
