@@ -86,7 +86,7 @@ class ReplayMemory:
         self._base = 0  # logical index of physical row 0
         self.head = 0  # first live logical index
         self.tail = 0  # one past the last live logical index
-        # Per episode (oldest first): [serial, start, length, last_obs, terminated, v_boot].
+        # Per episode (oldest first): [serial, start, length, last_obs, terminated].
         self._episodes: deque = deque()
         self._first_serial = 0
         self._next_serial = 0
@@ -177,6 +177,10 @@ class ReplayMemory:
             "v_tbc": ((), np.float64),
             "td": ((), np.float64),
             "serial": ((), np.int64),
+            "ep_start": ((), np.int64),  # logical index of the episode's first step
+            "ep_end": ((), np.int64),  # one past its last step
+            "ep_terminated": ((), bool),
+            "v_boot": ((), np.float64),  # V(s_T); meaningful on the episode's last step row
         }
         self._ensure_room(T, shapes)
         lo = self.tail - self._base
@@ -190,13 +194,15 @@ class ReplayMemory:
         c["v"][sl] = 0.0 if values is None else np.asarray(values, dtype=np.float64)
         c["td"][sl] = c["td"][self.head - self._base : lo].max(initial=1.0) if len(self) else 1.0
         c["serial"][sl] = self._next_serial
-        self._episodes.append(
-            [self._next_serial, self.tail, T, obs[T].copy(), bool(terminated), 0.0 if terminated else float(v_boot)]
-        )
+        c["ep_start"][sl] = self.tail
+        c["ep_end"][sl] = self.tail + T
+        c["ep_terminated"][sl] = bool(terminated)
+        c["v_boot"][lo + T - 1] = 0.0 if terminated else float(v_boot)
+        self._episodes.append([self._next_serial, self.tail, T, obs[T].copy(), bool(terminated)])
         self._next_serial += 1
         self.tail += T
         self.num_added_episodes += 1
-        self._recompute_targets([self._next_serial - 1])  # Algorithm 2: Q_ret for the whole episode
+        self._recompute_targets(np.array([self.tail - 1]), full=True)  # Algorithm 2: Q_ret of the episode
         evicted = 0
         while len(self) > self.capacity and len(self._episodes) > 1:  # FIFO by whole episodes
             _, start, length, *_ = self._episodes.popleft()
@@ -211,37 +217,46 @@ class ReplayMemory:
         return self._episodes[serial - self._first_serial]
 
     # ------------------------------------------------------------------ targets (Eq. 8)
-    def _recompute_targets(self, serials, upto: Optional[Dict[int, int]] = None) -> None:
-        """V̂^tbc (Eq. 8) of the given episodes, from step ``upto[serial]`` back to the start.
+    def _recompute_targets(self, idx: np.ndarray, full: bool = False) -> None:
+        """V̂^tbc (Eq. 8) of the episodes of the logical steps ``idx``.
 
-        Without ``upto`` the whole episode is recomputed from its bootstrap value.
+        Each episode is recomputed from its latest step in ``idx`` back to its first step,
+        starting from the stored V̂^tbc of the step after it (Algorithm 3); with ``full`` (or
+        when that step is the last one) from the bootstrap value V(s_T) at the episode's end.
         """
-        if len(serials) == 0:
+        idx = np.asarray(idx, dtype=np.int64)
+        if len(idx) == 0:
             return
-        segs, lasts, bounds = [], [], []
-        for s in serials:
-            _, start, length, _, _, v_boot = self._episode(int(s))
-            end = start + length if upto is None else int(upto[s]) + 1
-            segs.append(np.arange(start, end))
-            if end == start + length:
-                bounds.append(v_boot)
-            else:
-                bounds.append(self._cols["v_tbc"][end - self._base])
-            lasts.append(end - start)
-        idx = self._phys(np.concatenate(segs))
-        lens = np.asarray(lasts)
-        last = np.zeros(len(idx), dtype=bool)
-        last[np.cumsum(lens) - 1] = True
-        boundary = np.zeros(len(idx))
-        boundary[np.cumsum(lens) - 1] = bounds
         c = self._cols
-        c["v_tbc"][idx] = retrace_tbc(
-            c["rewards"][idx] * self.reward_scale, c["v"][idx], c["rho"][idx], self.gamma, last, boundary
+        p = self._phys(idx)
+        start, ep_end = c["ep_start"][p], c["ep_end"][p]
+        order = np.lexsort((idx, start))  # by episode, then step
+        last_of_group = np.r_[start[order][1:] != start[order][:-1], True]
+        sel = order[last_of_group]  # per episode: its latest sampled step
+        seg_start, ep_end = start[sel], ep_end[sel]
+        seg_end = ep_end if full else idx[sel] + 1
+        at_end = seg_end == ep_end
+        boundary = np.where(
+            at_end,
+            c["v_boot"][self._phys(ep_end - 1)],
+            c["v_tbc"][self._phys(np.minimum(seg_end, ep_end - 1))],
+        )
+        lens = seg_end - seg_start
+        offsets = np.cumsum(lens)
+        rows = np.arange(offsets[-1]) - np.repeat(offsets - lens, lens) + np.repeat(seg_start, lens)
+        rows = self._phys(rows)
+        last = np.zeros(len(rows), dtype=bool)
+        last[offsets - 1] = True
+        bound = np.zeros(len(rows))
+        bound[offsets - 1] = boundary
+        c["v_tbc"][rows] = retrace_tbc(
+            c["rewards"][rows] * self.reward_scale, c["v"][rows], c["rho"][rows], self.gamma, last, bound
         )
 
     def recompute_all_targets(self) -> None:
         """Recomputes V̂^tbc of every stored episode (after a reward-scale change)."""
-        self._recompute_targets([e[0] for e in self._episodes])
+        if len(self):
+            self._recompute_targets(np.array([e[1] for e in self._episodes]), full=True)
 
     # ------------------------------------------------------------------ sampling
     def sample(self, batch_size: int) -> Dict[str, np.ndarray]:
@@ -279,18 +294,14 @@ class ReplayMemory:
             raise IndexError("gather: index outside the stored steps")
         p = self._phys(idx)
         c = self._cols
-        serial = c["serial"][p]
-        eps = [self._episode(int(s)) for s in serial]
-        ends = np.array([e[1] + e[2] for e in eps], dtype=np.int64)
+        ends = c["ep_end"][p]
         is_last = idx + 1 == ends
-        terminated_ep = np.array([e[4] for e in eps], dtype=bool)
-        v_boot = np.array([e[5] for e in eps], dtype=np.float64)
+        terminated_ep = c["ep_terminated"][p]
         nxt = np.where(is_last, p, p + 1)  # a valid row; replaced below where is_last
         next_obs = c["obs"][nxt].copy()
-        v_tbc_next = c["v_tbc"][nxt].copy()
+        v_tbc_next = np.where(is_last, c["v_boot"][p], c["v_tbc"][nxt])
         for i in np.flatnonzero(is_last):
-            next_obs[i] = eps[i][3]
-            v_tbc_next[i] = v_boot[i]
+            next_obs[i] = self._episode(int(c["serial"][p[i]]))[3]
         rewards = c["rewards"][p] * self.reward_scale
         return {
             "idx": idx,
@@ -357,20 +368,13 @@ class ReplayMemory:
             c["td"][p] = np.asarray(td_error, dtype=np.float64)[keep]
         elif values is not None:
             c["td"][p] = c["v_tbc"][p] - c["v"][p]
-        serial = c["serial"][p]
         if v_boot is not None:
             vb = np.asarray(v_boot, dtype=np.float64)[keep]
-            for s, value in zip(serial, vb):
-                if np.isfinite(value):
-                    ep = self._episode(int(s))
-                    if not ep[4]:
-                        ep[5] = float(value)
+            ok = np.isfinite(vb) & (idx + 1 == c["ep_end"][p]) & ~c["ep_terminated"][p]
+            c["v_boot"][p[ok]] = vb[ok]
         self._writes_since_sort += 1
         if update_targets and len(idx):
-            upto: Dict[int, int] = {}
-            for s, i in zip(serial.tolist(), idx.tolist()):
-                upto[s] = max(upto.get(s, i), i)
-            self._recompute_targets(list(upto), upto)
+            self._recompute_targets(idx)
 
     # ------------------------------------------------------------------ statistics
     def far_fraction(self, c_max: float) -> float:
@@ -411,4 +415,4 @@ class ReplayMemory:
 
     def episode_bounds(self) -> list:
         """(start, length, terminated, v_boot) of each stored episode, oldest first."""
-        return [(e[1], e[2], e[4], e[5]) for e in self._episodes]
+        return [(e[1], e[2], e[4], float(self._cols["v_boot"][e[1] + e[2] - 1 - self._base])) for e in self._episodes]
