@@ -116,3 +116,8 @@ def test_state_round_trip_and_bad_mode():
     assert other.beta == 0.25 and other.t == 17
     with pytest.raises(ValueError, match="replay mode"):
         ReFER(mode="bogus")
+
+
+def test_refer2_clips_rho_at_1e3():
+    assert ReFER(mode="refer2").rho_clip == 1e3  # paper 003 §5.3
+    assert all(ReFER(mode=m).rho_clip is None for m in ("refer", "refer1", "er", "per"))

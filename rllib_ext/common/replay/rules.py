@@ -202,6 +202,12 @@ class ReFER:
         return REPLAY_MODES[self.mode][1]
 
     @property
+    def rho_clip(self) -> float | None:
+        """Upper clip of ρ: 10³ for ``refer2`` (§5.3: "the results of ReF-ER-2 are obtained by
+        clipping all importance weights ρ_t ← min(ρ_t, 10³)"), None otherwise."""
+        return 1e3 if self.mode == "refer2" else None
+
+    @property
     def c_max(self) -> float:
         """c_max(t), Eq. (13)."""
         return c_max_schedule(self.C, self.A, self.t)

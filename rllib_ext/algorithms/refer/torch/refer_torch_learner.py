@@ -62,11 +62,13 @@ class ReFERTorchLearner(ReFERLearner, TorchLearner):
 
         μ_t is read from ``batch["mu"]`` (RLlib layout: mean, log σ); log ρ is capped at
         :data:`LOG_RHO_MAX` (ρ ≤ 4.9e8) so that runs without Rule 1 cannot overflow. ``near``
-        is Rule 1 with the current c_max.
+        is Rule 1 with the current c_max. In ``refer2`` mode ρ is clipped at 10³ (§5.3).
         """
         mu_mean, mu_std = split_mu(batch["mu"])
         log_rho = diag_gaussian_log_rho(batch[Columns.ACTIONS], pi_mean, pi_std, mu_mean, mu_std)
         rho = torch.exp(torch.clamp(log_rho, max=LOG_RHO_MAX))
+        if self.refer.rho_clip is not None:
+            rho = torch.clamp(rho, max=self.refer.rho_clip)  # ReF-ER-2: ρ ← min(ρ, 10³), §5.3
         kl = diag_gaussian_kl(mu_mean, mu_std, pi_mean, pi_std)  # Eq. (11)
         return rho, kl, near_policy_mask(rho.detach(), self.refer.c_max)  # Rule 1
 
