@@ -58,7 +58,7 @@ def test_defaults_are_paper_002_section_4():
 
 
 def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys):
-    algo = small_config(eta_lr=1e-3, phi_lr=1e-4).build_algo()
+    algo = small_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
     try:
         for _ in range(2):
             result = algo.train()
@@ -75,7 +75,7 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
     finally:
         algo.stop()
 
-    restored = small_config(eta_lr=1e-3, phi_lr=1e-4).build_algo()
+    restored = small_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
     try:
         restored.restore_from_path(ckpt)
         np.testing.assert_array_equal(restored.theta, theta)
@@ -92,35 +92,44 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
     assert "mean return" in capsys.readouterr().out
 
 
-def mean_return_fraction(config, iterations, target=None):
-    """Best 3-iteration mean of episode_return_mean / episode length (10), up to ``target``.
+def mean_return_fraction(config, max_updates, target=None):
+    """Trains until the 3-iteration mean of episode_return_mean / episode length (10) reaches
+    ``target`` or ``max_updates`` updates are done.
 
     Returns:
-        (best fraction, iterations run, last result).
+        (best 3-iteration mean, last 3-iteration mean, updates done, last result).
     """
     algo = config.build_algo()
     try:
         history, best = [], 0.0
-        for _ in range(iterations):
+        while True:
             result = algo.train()
             history.append(result["env_runners"]["episode_return_mean"] / 10.0)
             best = max(best, float(np.mean(history[-3:])))
-            if target is not None and best >= target:
-                break
-        return best, len(history), result
+            updates = result["blackbox"]["update_index"]
+            if (target is not None and best >= target) or updates >= max_updates:
+                return best, float(np.mean(history[-3:])), updates, result
     finally:
         algo.stop()
 
 
-def test_learns_the_variable_length_task_where_es_with_the_same_policy_does_not(ray_session):
-    """Stochastic policy, σ 0.02: random play gets 0.5 of the optimum; the CV gets to 0.65.
+# Stochastic policy, σ 0.02, fixed 10-step episodes: random play gets 0.5 of the optimum. η starts at
+# −1, near η* for γ = 0.99 on 10 steps (J^γ ≈ J¹), which RLlib's config state would drop (see CVESConfig).
+LEARNING = dict(lr=0.05, eta_lr=1e-3, eta_init=-1.0, adapt_gamma=False, env_config={"continuous": True, "min_len": 10, "max_len": 10})
 
-    The same number of iterations without the control variate (the ES baseline switch) does worse.
-    """
-    settings = dict(lr=0.05, adapt_gamma=False, env_config={"continuous": True, "min_len": 10, "max_len": 10})
-    best, iterations, result = mean_return_fraction(small_config(**settings), iterations=30, target=0.65)
-    assert best >= 0.65, f"CVES_EXT reached only {best:.2f} of the optimal return"
+
+def test_learns_the_variable_length_task_and_the_es_switch_runs(ray_session):
+    best, _, updates, result = mean_return_fraction(small_config(**LEARNING), max_updates=500, target=0.65)
+    print(f"CVES: {best:.2f} of the optimum after {updates} updates")
+    assert best >= 0.65, f"CVES_EXT reached only {best:.2f} of the optimal return in {updates} updates"
     assert result["blackbox"]["cv_pg_bytes_per_episode"] == 4 * 34  # one ĝ^pg (γ frozen), d = 34
-    baseline, _, result = mean_return_fraction(small_config(control_variate=False, **settings), iterations)
-    assert "cv_var_ratio" not in result["blackbox"]
-    assert baseline < best, f"ES baseline {baseline:.2f} vs CVES {best:.2f} in {iterations} iterations"
+    _, _, es_updates, result = mean_return_fraction(small_config(control_variate=False, **LEARNING), max_updates=1)
+    assert es_updates >= 1 and "cv_var_ratio" not in result["blackbox"]
+
+
+@pytest.mark.learning
+def test_control_variate_beats_the_es_switch_on_the_same_budget(ray_session):
+    """Not in CI (~2 × 100–300 updates): CV reaches 0.65 while ES with the same policy stays lower."""
+    best, _, updates, _ = mean_return_fraction(small_config(**LEARNING), max_updates=500, target=0.65)
+    _, es_last, _, _ = mean_return_fraction(small_config(control_variate=False, **LEARNING), max_updates=updates)
+    assert best >= 0.65 and es_last < best, f"ES {es_last:.2f} vs CVES {best:.2f} after {updates} updates"
