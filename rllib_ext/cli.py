@@ -147,7 +147,12 @@ def build_config(
             msgs.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         raise CLIError(f"{algo_cls.__name__} has no config key {', '.join(msgs)}")
     try:
+        # `model_config` is a read-only property of AlgorithmConfig in 2.60: route it through
+        # rl_module() so that `--config '{"model_config": {...}}'` works for every algorithm.
+        model_config = overrides.pop("model_config", None)
         config.update_from_dict(overrides)
+        if model_config is not None:
+            config.rl_module(model_config=model_config)
         config.environment(env)
         if num_env_runners is not None:
             config.env_runners(num_env_runners=num_env_runners)

@@ -282,3 +282,10 @@ def test_every_configs_yaml_is_accepted_by_its_algorithm():
         unknown = [k for k in block if not hasattr(config, config._translate_special_keys(k, warn_deprecated=False))]
         assert not unknown, f"{path}: {name} has no {unknown}"
         assert yaml.safe_load(open(path)).get("paper"), f"{path} should name its paper table"
+
+
+def test_model_config_override_reaches_the_rl_module():
+    from ray.rllib.algorithms.ppo import PPO
+
+    config = cli.build_config(PPO, "CartPole-v1", {"model_config": {"fcnet_hiddens": [7, 5]}, "lr": 0.01})
+    assert config.model_config["fcnet_hiddens"] == [7, 5] and config.lr == 0.01
