@@ -4,11 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-# make run: the default algorithm on an embedded env for a few minutes (override on the command line).
-ALGO   ?= IMPACT_EXT
-ENV    ?= CartPole-v1
-STOP   ?= {"time_total_s": 180, "env_runners/episode_return_mean": 450}
-RUN_ARGS ?= --num-env-runners 1
+# make run: the default algorithm (IMPACT_EXT) on an embedded env (CartPole-v1) with its tuned
+# settings, for at most 3 minutes. Override: make run RUN_FILE=tuned_examples/es_ext/cartpole-v1.yaml
+RUN_FILE ?= tuned_examples/impact_ext/cartpole-v1.yaml
+STOP     ?= {"time_total_s": 180}
+RUN_ARGS ?=
 
 PYTEST_ARGS ?=
 
@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/rllib train --algo $(ALGO) --env $(ENV) --stop '$(STOP)' $(RUN_ARGS)
+	$(BIN)/rllib train file $(RUN_FILE) --stop '$(STOP)' $(RUN_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not learning" $(PYTEST_ARGS)

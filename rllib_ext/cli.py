@@ -185,7 +185,8 @@ def init_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
     if address:
         ray.init(address=address, logging_level=logging.WARNING)
     else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+        # address="local": a new local instance even when RAY_ADDRESS points elsewhere.
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
 
 
 def check_resources(algo_cls, config) -> None:

@@ -24,7 +24,8 @@ def ray_session():
     import rllib_ext  # noqa: F401 - registers algorithms and envs (and again after init)
 
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+        # address="local": always a fresh instance, even if RAY_ADDRESS or another cluster is around.
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     yield ray
     ray.shutdown()
 
