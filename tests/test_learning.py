@@ -3,7 +3,8 @@
 Every ``tuned_examples/<algo>/<env>.yaml`` (RLlib's format: ``{name: {run, env, stop, config}}``)
 runs through the same path as ``rllib train file``; it passes when the best
 ``env_runners/episode_return_mean`` reaches the ``stop`` value given for it (or ``pass_criteria``
-when the file has one), before the other stop criteria (the budget) end the run.
+when the file has one), before the other stop criteria (the budget) end the run. An experiment with
+``learning_test: false`` (the hours-long MuJoCo ones) is skipped and said so.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def test_tuned_example_learns(ray_session, storage_path, path):
     from ray import tune
 
     for name, exp in cli.load_experiments(path):
+        if exp.get("learning_test") is False:
+            pytest.skip(f"{name}: learning_test: false (a long run, started by hand)")
         algo_cls = cli.resolve_algorithm(str(exp["run"]))
         config = cli.build_config(algo_cls, exp.get("env"), exp.get("config") or {})
         cli.check_resources(algo_cls, config)
