@@ -156,7 +156,7 @@ class BlackBoxConfig(AlgorithmConfig):
         **kwargs,
     ) -> "BlackBoxConfig":
         super().training(**kwargs)
-        for name, value in dict(
+        self._set_provided(
             noise_stdev=noise_stdev,
             episodes_per_batch=episodes_per_batch,
             sampler=sampler,
@@ -175,14 +175,18 @@ class BlackBoxConfig(AlgorithmConfig):
             jobs_in_flight_per_env_runner=jobs_in_flight_per_env_runner,
             episodes_per_job=episodes_per_job,
             perturbations_per_call=perturbations_per_call,
-        ).items():
-            if value is not NotProvided:
-                setattr(self, name, value)
+        )
         if jobs_in_flight_per_env_runner is not NotProvided:
             self.max_requests_in_flight_per_env_runner = max(
                 self.max_requests_in_flight_per_env_runner, int(jobs_in_flight_per_env_runner)
             )
         return self
+
+    def _set_provided(self, **values) -> None:
+        """Sets every keyword not left at ``NotProvided`` (the shared body of ``training()``)."""
+        for name, value in values.items():
+            if value is not NotProvided:
+                setattr(self, name, value)
 
     @override(AlgorithmConfig)
     def validate(self) -> None:
@@ -233,7 +237,8 @@ class BlackBoxConfig(AlgorithmConfig):
             self._value_error(f"obs_clip must be > 0 or None, got {self.obs_clip}")
         if not all(isinstance(h, int) and h > 0 for h in self.policy_hiddens):
             self._value_error(f"policy_hiddens must be positive integers, got {self.policy_hiddens}")
-        if self.env is not None:
+        if self.env is not None and not self.in_evaluation:
+            # Once per build: the evaluation copy of this config has the same env.
             self._check_env_spaces()
         if self.evaluation_interval:
             self._value_error(

@@ -105,7 +105,7 @@ class CVESConfig(BlackBoxConfig):
         **kwargs,
     ) -> "CVESConfig":
         super().training(**kwargs)
-        for name, value in dict(
+        self._set_provided(
             control_variate=control_variate,
             eta_lr=eta_lr,
             eta_init=eta_init,
@@ -113,9 +113,7 @@ class CVESConfig(BlackBoxConfig):
             phi_lr=phi_lr,
             phi_noise_stdev=phi_noise_stdev,
             phi_num_perturbations=phi_num_perturbations,
-        ).items():
-            if value is not NotProvided:
-                setattr(self, name, value)
+        )
         return self
 
     @override(BlackBoxConfig)

@@ -62,10 +62,7 @@ class DFDConfig(BlackBoxConfig):
     @override(BlackBoxConfig)
     def training(self, *, u_max=NotProvided, delayed_returns=NotProvided, **kwargs) -> "DFDConfig":
         super().training(**kwargs)
-        if u_max is not NotProvided:
-            self.u_max = u_max
-        if delayed_returns is not NotProvided:
-            self.delayed_returns = delayed_returns
+        self._set_provided(u_max=u_max, delayed_returns=delayed_returns)
         return self
 
     @override(BlackBoxConfig)

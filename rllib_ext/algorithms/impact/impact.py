@@ -192,20 +192,6 @@ class IMPACTConfig(APPOConfig):
             self.optimizer_kwargs = dict(optimizer_kwargs or {})
         return self
 
-    @override(APPOConfig)
-    def update_from_dict(self, config_dict: Dict[str, Any]) -> Self:
-        """RLlib's ``update_from_dict``, also accepting ``model_config`` (tuned examples, CLI).
-
-        RLlib 2.60 raises for ``{"model_config": {...}}`` (a read-only property); here it goes to
-        ``rl_module(model_config=...)``.
-        """
-        config_dict = dict(config_dict)
-        model_config = config_dict.pop("model_config", None)
-        super().update_from_dict(config_dict)
-        if model_config is not None:
-            self.rl_module(model_config=model_config)
-        return self
-
     @property
     def target_update_interval(self) -> int:
         """n: learner updates between target-network syncs (N·K unless set)."""
