@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-import gymnasium as gym
 import numpy as np
 import torch
 
@@ -44,34 +43,7 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.algorithms.cves.cves_learner import discounted_weights
 from rllib_ext.common.blackbox import BlackBoxEnvRunner, EpisodeFailed
 from rllib_ext.common.policies import MLPPolicy
-
-
-class TrajectoryRecorder(gym.Wrapper):
-    """Keeps the observations, actions and rewards of the current episode (reset clears them).
-
-    Attributes:
-        observations: o_0 … o_T (the reset observation and every step's).
-        actions: a_0 … a_{T−1} as passed to ``step``.
-        rewards: r_0 … r_{T−1}.
-    """
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self.observations: List[np.ndarray] = []
-        self.actions: List[Any] = []
-        self.rewards: List[float] = []
-
-    def reset(self, **kwargs):
-        obs, info = self.env.reset(**kwargs)
-        self.observations, self.actions, self.rewards = [obs], [], []
-        return obs, info
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.actions.append(np.array(action, copy=True))
-        self.rewards.append(float(reward))
-        self.observations.append(obs)
-        return obs, reward, terminated, truncated, info
+from rllib_ext.common.trajectory import TrajectoryRecorder
 
 
 def action_log_probs(policy: MLPPolicy, obs: torch.Tensor, actions: np.ndarray) -> torch.Tensor:
