@@ -103,6 +103,27 @@ class MLPPolicy(nn.Module):
             raise ValueError("the 'deterministic' policy head has no action distribution")
         return torch.distributions.Normal(self._center + self._half * mean, self._half * std)
 
+    def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
+        """Differentiable deterministic action of a Box policy, in the env's units.
+
+        ``center + half · tanh(net(obs))``: the App. A actor of paper 001 (tanh output) mapped
+        onto ``[low, high]``; TD3's π_φ(s) (Fujimoto et al. 2018). For a ``gaussian``/``gaussian_2a``
+        head this is the mean action.
+
+        Args:
+            obs: Observations, shape [..., obs_dim].
+
+        Returns:
+            Actions, shape [..., action_dim], with gradients w.r.t. the policy's parameters.
+
+        Raises:
+            ValueError: For a Discrete action space.
+        """
+        if self.discrete:
+            raise ValueError("deterministic_action needs a Box action space, the policy has a Discrete one")
+        mean, _ = self._mean_std(self.net(obs))
+        return self._center + self._half * mean
+
     @torch.no_grad()
     def act(self, obs: np.ndarray, explore: bool = False, generator=None):
         """One action for one observation, as the env expects it (Box actions clipped to bounds)."""

@@ -1,0 +1,289 @@
+"""TD3 building blocks (rllib_ext.common.td3) and the transition buffer / replay actor."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rllib_ext.common.policies import MLPPolicy
+from rllib_ext.common.replay import ReplayActor, TransitionBuffer
+from rllib_ext.common.td3 import TD3Updater, TwinCritic, soft_update, td3_actor_loss, td3_critic_loss
+
+LOW, HIGH = np.array([-1.0, 0.0], np.float32), np.array([3.0, 1.0], np.float32)  # half (2, 0.5)
+SPACE = gym.spaces.Box(LOW, HIGH, dtype=np.float32)
+
+
+class SumTwin(nn.Module):
+    """Q1(s, a) = Σa, Q2(s, a) = Σa + offset: min(Q1, Q2) = Σa for offset > 0."""
+
+    def __init__(self, offset: float = 10.0):
+        super().__init__()
+        self.offset = offset
+
+    def forward(self, obs, act):
+        return act.sum(-1), act.sum(-1) + self.offset
+
+
+def _constant_actor(out_bias) -> MLPPolicy:
+    """An actor whose pre-tanh output is ``out_bias`` for every state."""
+    actor = MLPPolicy(3, SPACE, hiddens=(4,), activation="tanh")
+    with torch.no_grad():
+        for p in actor.parameters():
+            p.zero_()
+        actor.net[-1].bias.copy_(torch.as_tensor(out_bias, dtype=torch.float32))
+    return actor
+
+
+def _batch(n=64, terminated=0.0, seed=0):
+    g = np.random.default_rng(seed)
+    return {
+        "obs": torch.as_tensor(g.normal(size=(n, 3)), dtype=torch.float32),
+        "actions": torch.as_tensor(g.uniform(LOW, HIGH, size=(n, 2)), dtype=torch.float32),
+        "rewards": torch.as_tensor(g.normal(size=n), dtype=torch.float32),
+        "next_obs": torch.as_tensor(g.normal(size=(n, 3)), dtype=torch.float32),
+        "terminateds": torch.full((n,), float(terminated)),
+    }
+
+
+def _smoothed_target_action(actor_target, next_obs, policy_noise, noise_clip, seed):
+    """Hand computation of TD3's smoothed target action with the same ε as the loss."""
+    eps = torch.randn((next_obs.shape[0], 2), generator=torch.Generator().manual_seed(seed)).numpy()
+    half, center = (HIGH - LOW) / 2, (HIGH + LOW) / 2
+    a = actor_target.deterministic_action(next_obs).detach().numpy()
+    noise = np.clip(eps * policy_noise * half, -noise_clip * half, noise_clip * half)
+    return np.clip(a + noise, center - half, center + half), eps
+
+
+@pytest.mark.parametrize("out_bias", [[0.0, 0.0], [5.0, -5.0]])  # centre; at the bounds (high, low)
+def test_target_smoothing_against_hand_computation(out_bias):
+    actor_target = _constant_actor(out_bias)
+    batch = _batch()
+    policy_noise, noise_clip, gamma = 0.4, 0.5, 0.9  # σ = 0.4 half-ranges: clip at 0.5 is often active
+    expected_a, eps = _smoothed_target_action(actor_target, batch["next_obs"], policy_noise, noise_clip, seed=7)
+    assert (np.abs(eps * policy_noise) > noise_clip).any()  # the noise clip is exercised
+    expected_y = batch["rewards"].numpy() + gamma * expected_a.sum(-1)
+    critic = SumTwin(offset=1.0)
+    loss, stats = td3_critic_loss(
+        critic,
+        SumTwin(),
+        actor_target,
+        batch,
+        gamma=gamma,
+        policy_noise=policy_noise,
+        noise_clip=noise_clip,
+        generator=torch.Generator().manual_seed(7),
+    )
+    q = batch["actions"].numpy().sum(-1)
+    expected_loss = np.mean((q - expected_y) ** 2) + np.mean((q + 1.0 - expected_y) ** 2)
+    assert stats["target_q_mean"] == pytest.approx(expected_y.mean(), rel=1e-5, abs=1e-5)
+    assert float(loss) == pytest.approx(expected_loss, rel=1e-5)
+    if out_bias[0] > 0:  # the target action sits at the bounds: noise beyond them is clipped
+        assert np.isclose(expected_a[:, 0], HIGH[0], atol=1e-3).mean() > 0.3
+        assert np.isclose(expected_a[:, 1], LOW[1], atol=1e-3).mean() > 0.3
+        assert (expected_a >= LOW - 1e-6).all() and (expected_a <= HIGH + 1e-6).all()
+    else:  # centred: |noise| <= noise_clip·half, and it is hit
+        dev = np.abs(expected_a - (HIGH + LOW) / 2) / ((HIGH - LOW) / 2)
+        assert dev.max() == pytest.approx(noise_clip, abs=1e-6)
+
+
+def test_clipped_double_q_takes_the_min():
+    actor_target = _constant_actor([0.0, 0.0])
+    batch = _batch()
+    _, stats_pos = td3_critic_loss(SumTwin(), SumTwin(offset=3.0), actor_target, batch, gamma=1.0, policy_noise=0.0, noise_clip=0.5)
+    _, stats_neg = td3_critic_loss(SumTwin(), SumTwin(offset=-3.0), actor_target, batch, gamma=1.0, policy_noise=0.0, noise_clip=0.5)
+    centre_sum = float(((HIGH + LOW) / 2).sum())
+    r = float(batch["rewards"].mean())
+    assert stats_pos["target_q_mean"] == pytest.approx(r + centre_sum, abs=1e-5)
+    assert stats_neg["target_q_mean"] == pytest.approx(r + centre_sum - 3.0, abs=1e-5)
+
+
+def test_terminal_transitions_do_not_bootstrap():
+    batch = _batch(terminated=1.0)
+    _, stats = td3_critic_loss(
+        SumTwin(), SumTwin(), _constant_actor([1.0, 1.0]), batch, gamma=0.99, policy_noise=0.2, noise_clip=0.5
+    )
+    assert stats["target_q_mean"] == pytest.approx(float(batch["rewards"].mean()), abs=1e-6)
+    mixed = _batch()
+    mixed["terminateds"][::2] = 1.0
+    critic = TwinCritic(3, 2, hiddens=(8,))
+    loss, _ = td3_critic_loss(critic, SumTwin(), _constant_actor([0.0, 0.0]), mixed, gamma=0.5, policy_noise=0.0, noise_clip=0.5)
+    q1, q2 = critic(mixed["obs"], mixed["actions"])
+    y = mixed["rewards"] + 0.5 * (1 - mixed["terminateds"]) * float(((HIGH + LOW) / 2).sum())
+    assert float(loss.detach()) == pytest.approx(float(((q1.detach() - y) ** 2).mean() + ((q2.detach() - y) ** 2).mean()), rel=1e-5)
+
+
+def test_twin_critic_shapes_and_independence():
+    critic = TwinCritic(3, 2)
+    assert [m.out_features for m in critic.q1_net if isinstance(m, nn.Linear)] == [400, 300, 1]
+    assert any(isinstance(m, nn.LeakyReLU) for m in critic.q1_net)
+    q1, q2 = critic(torch.zeros(5, 3), torch.zeros(5, 2))
+    assert q1.shape == q2.shape == (5,)
+    assert torch.equal(critic.q1(torch.zeros(5, 3), torch.zeros(5, 2)), q1)
+    assert not torch.equal(q1, q2)  # separately initialized
+
+
+def test_deterministic_action():
+    actor = MLPPolicy(3, SPACE, hiddens=(400, 300), activation="tanh")
+    obs = torch.randn(4, 3)
+    a = actor.deterministic_action(obs)
+    assert a.requires_grad and a.shape == (4, 2)
+    np.testing.assert_allclose(a[0].detach().numpy(), actor.act(obs[0].numpy()), rtol=1e-6)
+    assert (a.detach().numpy() >= LOW).all() and (a.detach().numpy() <= HIGH).all()
+    with pytest.raises(ValueError, match="Box"):
+        MLPPolicy(3, gym.spaces.Discrete(2)).deterministic_action(obs)
+
+
+def test_actor_loss_is_minus_q1():
+    actor, critic, obs = MLPPolicy(3, SPACE), TwinCritic(3, 2, hiddens=(8,)), torch.randn(6, 3)
+    expected = -critic.q1(obs, actor.deterministic_action(obs)).mean()
+    assert float(td3_actor_loss(actor, critic, obs).detach()) == pytest.approx(float(expected.detach()))
+
+
+def test_soft_update_formula():
+    source, target = nn.Linear(3, 2), nn.Linear(3, 2)
+    before = [p.detach().clone() for p in target.parameters()]
+    soft_update(target, source, 0.1)
+    for t, s, b in zip(target.parameters(), source.parameters(), before):
+        torch.testing.assert_close(t, 0.1 * s + 0.9 * b)
+
+
+def _params(module):
+    return torch.nn.utils.parameters_to_vector(module.parameters()).detach().clone()
+
+
+def test_delayed_actor_and_target_updates():
+    u = TD3Updater(3, SPACE, hiddens=(16, 16), policy_delay=3, seed=0)
+    batch = _batch(32)
+    for call in range(1, 8):
+        before = {n: _params(getattr(u, n)) for n in ("actor", "critic", "actor_target", "critic_target")}
+        stats = u.update(batch)
+        changed = {n: not torch.equal(before[n], _params(getattr(u, n))) for n in before}
+        delayed = call % 3 == 0
+        assert changed == {"actor": delayed, "critic": True, "actor_target": delayed, "critic_target": delayed}, call
+        assert ("actor_loss" in stats) == delayed
+    assert (u.num_updates, u.num_critic_steps, u.num_actor_steps) == (7, 7, 2)
+
+
+def test_separate_steps_touch_only_their_network():
+    u = TD3Updater(3, SPACE, hiddens=(16,), seed=1)
+    batch = _batch(16)
+    critic, actor = _params(u.critic), _params(u.actor)
+    u.actor_step(batch["obs"].numpy())
+    assert torch.equal(critic, _params(u.critic)) and not torch.equal(actor, _params(u.actor))
+    assert all(p.grad is None for p in u.critic.parameters()) and all(p.requires_grad for p in u.critic.parameters())
+    actor = _params(u.actor)
+    u.critic_step({k: v.numpy() for k, v in batch.items()})
+    assert torch.equal(actor, _params(u.actor)) and not torch.equal(critic, _params(u.critic))
+    # Targets start equal to the trained networks and are not trainable.
+    fresh = TD3Updater(3, SPACE, hiddens=(16,), seed=1)
+    assert torch.equal(_params(fresh.actor), _params(fresh.actor_target))
+    assert not any(p.requires_grad for p in fresh.critic_target.parameters())
+
+
+def test_updater_state_round_trip_and_seed():
+    a = TD3Updater(3, SPACE, hiddens=(16,), seed=3)
+    assert torch.equal(_params(a.actor), _params(TD3Updater(3, SPACE, hiddens=(16,), seed=3).actor))
+    for i in range(3):
+        a.update(_batch(16, seed=i))
+    b = TD3Updater(3, SPACE, hiddens=(16,), seed=99)
+    b.set_state(a.get_state())
+    assert b.num_updates == 3 and b.num_actor_steps == 1
+    for name in ("actor", "critic", "actor_target", "critic_target"):
+        assert torch.equal(_params(getattr(a, name)), _params(getattr(b, name)))
+    assert a.update(_batch(16, seed=5)) == b.update(_batch(16, seed=5))  # optimizer + noise states match
+    assert torch.equal(_params(a.actor), _params(b.actor))
+
+
+def test_updater_rejects_bad_settings():
+    with pytest.raises(ValueError, match="Box"):
+        TD3Updater(3, gym.spaces.Discrete(2))
+    with pytest.raises(ValueError, match="policy_delay"):
+        TD3Updater(3, SPACE, policy_delay=0)
+    with pytest.raises(ValueError, match="tau"):
+        TD3Updater(3, SPACE, tau=0.0)
+    with pytest.raises(ValueError, match="lacks"):
+        TD3Updater(3, SPACE, hiddens=(4,)).update({"obs": np.zeros((2, 3))})
+
+
+# ---------------------------------------------------------------------------- TransitionBuffer
+def _rows(start, n, obs_dim=2):
+    i = np.arange(start, start + n, dtype=np.float32)
+    return (np.stack([i] * obs_dim, 1), i[:, None], i, np.stack([i + 0.5] * obs_dim, 1), (i % 2 == 0).astype(np.float32))
+
+
+def test_buffer_wraps_around_fifo():
+    buf = TransitionBuffer(5, 2, 1, seed=0)
+    assert buf.add(*_rows(0, 3)) == 3
+    assert buf.add(*_rows(3, 4)) == 5 and len(buf) == buf.size() == 5 and buf.num_added == 7
+    assert sorted(buf.get_state()["data"]["rewards"]) == [2, 3, 4, 5, 6]
+    np.testing.assert_array_equal(buf.get_state()["data"]["rewards"], [2, 3, 4, 5, 6])  # oldest first
+    buf.add(*_rows(10, 12))  # n > capacity: the newest 5 remain
+    np.testing.assert_array_equal(buf.get_state()["data"]["rewards"], [17, 18, 19, 20, 21])
+    assert buf.num_added == 19
+    s = buf.sample(8, num_batches=3)
+    assert s["obs"].shape == (3, 8, 2) and s["actions"].shape == (3, 8, 1) and s["rewards"].shape == (3, 8)
+    assert s["terminateds"].shape == (3, 8) and all(v.dtype == np.float32 for v in s.values())
+    np.testing.assert_array_equal(s["obs"][..., 0], s["rewards"])  # rows stay together
+    np.testing.assert_array_equal(s["next_obs"][..., 0], s["rewards"] + 0.5)
+    np.testing.assert_array_equal(s["terminateds"], (s["rewards"] % 2 == 0))
+    assert set(np.unique(s["rewards"])) <= {17, 18, 19, 20, 21}
+
+
+def test_buffer_state_round_trip():
+    buf = TransitionBuffer(6, 2, 1, seed=1)
+    buf.add(*_rows(0, 9))
+    other = TransitionBuffer(6, 2, 1, seed=2)
+    other.set_state(buf.get_state())
+    assert len(other) == 6 and other.num_added == 9
+    for k, v in buf.get_state()["data"].items():
+        np.testing.assert_array_equal(v, other.get_state()["data"][k])
+    a, b = buf.sample(4, 2), other.sample(4, 2)  # the sampler's RNG travels too
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+    buf.add(*_rows(20, 1)), other.add(*_rows(20, 1))
+    np.testing.assert_array_equal(buf.get_state()["data"]["rewards"], other.get_state()["data"]["rewards"])
+
+
+def test_buffer_errors():
+    with pytest.raises(ValueError, match="capacity"):
+        TransitionBuffer(0, 2, 1)
+    with pytest.raises(ValueError, match="obs_dim"):
+        TransitionBuffer(5, 2.5, 1)
+    buf = TransitionBuffer(5, 2, 1)
+    with pytest.raises(ValueError, match="empty"):
+        buf.sample(2)
+    with pytest.raises(ValueError, match="`actions` has shape"):
+        buf.add(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(3), np.zeros((3, 2)), np.zeros(3))
+    buf.add(*_rows(0, 2))
+    with pytest.raises(ValueError, match="batch_size"):
+        buf.sample(0)
+    with pytest.raises(ValueError, match="obs_dim"):
+        TransitionBuffer(5, 3, 1).set_state(buf.get_state())
+
+
+def test_replay_actor_across_processes(ray_session):
+    ray = ray_session
+    replay = ReplayActor.remote(100, 2, 1, seed=0)
+
+    @ray.remote(num_cpus=0)
+    def writer(actor, rows):  # self-contained: the test module is not importable in workers
+        import ray
+
+        return ray.get(actor.add.remote(*rows))
+
+    @ray.remote(num_cpus=0)
+    def reader(actor):
+        import ray
+
+        return ray.get(actor.sample.remote(4, 3))
+
+    assert ray.get(writer.remote(replay, _rows(0, 10))) == 10
+    assert ray.get(writer.remote(replay, _rows(100, 10))) == 20
+    s = ray.get(reader.remote(replay))
+    assert s["obs"].shape == (3, 4, 2)
+    assert set(np.unique(s["rewards"])) <= set(range(10)) | set(range(100, 110))
+    assert ray.get(replay.size.remote()) == 20 and ray.get(replay.get_state.remote())["num_added"] == 20
+    ray.kill(replay)
