@@ -1,0 +1,93 @@
+"""TD3_EXT's loss and update (Fujimoto et al. 2018, Algorithm 1), via :mod:`rllib_ext.common.td3`.
+
+Per iteration on a minibatch of B transitions (:class:`~rllib_ext.common.td3.TD3Updater`):
+
+* critics: y = r + γ(1 − d)·min_i Q_θi'(s', ã), ã = clip(π_φ'(s') + clip(0.2·half·ε, ±0.5·half),
+  low, high) (clipped double Q-learning, Eq. 10; target policy smoothing, §5.3);
+  L = MSE(Q_θ1(s, a), y) + MSE(Q_θ2(s, a), y) (:func:`~rllib_ext.common.td3.td3_critic_loss`);
+* every ``policy_delay``-th iteration (§5.2): the actor on −Q_θ1(s, π_φ(s))
+  (:func:`~rllib_ext.common.td3.td3_actor_loss`, the critics held fixed), then the soft
+  updates θ' ← τθ + (1 − τ)θ', φ' ← τφ + (1 − τ)φ'.
+
+The actor and the critics have one Adam each (``actor_lr``, ``critic_lr``), registered with
+RLlib so that its learner state (and checkpoints) carries them. The critic step and the actor
+step are separate backward passes, as in TD3 (the actor sees the just-updated critic), so the
+iteration runs through the updater instead of RLlib's one-loss ``Learner.update``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import numpy as np
+import torch
+from ray.rllib.core.learner.torch.torch_learner import TorchLearner
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.algorithms.td3.td3_learner import TD3Learner
+from rllib_ext.common.td3 import TD3Updater
+
+#: The updater's counters and noise generator, kept in checkpoints next to RLlib's state.
+_UPDATER_STATE_KEYS = ("num_updates", "num_critic_steps", "num_actor_steps", "generator")
+
+
+class TD3TorchLearner(TD3Learner, TorchLearner):
+    """Runs TD3 iterations on the RLModule's networks through a :class:`TD3Updater`."""
+
+    @override(TorchLearner)
+    def build(self) -> None:
+        """Sets torch's thread count (``config.torch_num_threads``), then builds."""
+        if self.config.torch_num_threads is not None:
+            torch.set_num_threads(int(self.config.torch_num_threads))
+        super().build()
+
+    @override(TorchLearner)
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        """A TD3Updater on the module's networks; its two Adams registered with RLlib."""
+        module = self._module[module_id].unwrapped()
+        updater = TD3Updater(
+            module.obs_dim,
+            module.action_space,
+            hiddens=module.hiddens,
+            actor_lr=config.actor_lr,
+            critic_lr=config.critic_lr,
+            gamma=config.gamma,
+            tau=config.tau,
+            policy_noise=config.policy_noise,
+            noise_clip=config.noise_clip,
+            policy_delay=config.policy_delay,
+            seed=config.seed,
+            actor=module.actor,
+            critic=module.critic,
+            actor_target=module.actor_target,
+            critic_target=module.critic_target,
+        )
+        self.updaters = getattr(self, "updaters", {})
+        self.updaters[module_id] = updater
+        for name, optimizer, net in (
+            ("actor", updater.actor_optimizer, module.actor),
+            ("critic", updater.critic_optimizer, module.critic),
+        ):
+            self.register_optimizer(module_id=module_id, optimizer_name=name, optimizer=optimizer, params=list(net.parameters()))
+
+    @override(TD3Learner)
+    def _td3_update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+        (updater,) = self.updaters.values()
+        stats = updater.update(batch)
+        stats["q_mean"] = 0.5 * (stats.pop("q1_mean") + stats.pop("q2_mean"))
+        return stats
+
+    @override(TorchLearner)
+    def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]) -> torch.Tensor:
+        """Not used: a TD3 iteration is two backward passes (critic, then actor), see the module docstring."""
+        raise NotImplementedError("TD3_EXT updates through TD3Learner.td3_train, not Learner.update")
+
+    @override(TD3Learner)
+    def _extra_state(self) -> Dict[str, Any]:
+        state = {mid: u.get_state() for mid, u in self.updaters.items()}
+        return {"updaters": {mid: {k: s[k] for k in _UPDATER_STATE_KEYS} for mid, s in state.items()}}
+
+    @override(TD3Learner)
+    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+        for mid, s in state.get("updaters", {}).items():
+            self.updaters[mid].set_state(s)
