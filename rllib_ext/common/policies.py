@@ -141,7 +141,8 @@ class MLPPolicy(nn.Module):
         return torch.nn.utils.parameters_to_vector(self.parameters()).detach().numpy().astype(np.float32)
 
     def set_flat(self, theta: np.ndarray) -> None:
-        torch.nn.utils.vector_to_parameters(torch.as_tensor(theta, dtype=torch.float32), self.parameters())
+        # torch.tensor copies: θ may be a read-only array from Ray's object store.
+        torch.nn.utils.vector_to_parameters(torch.tensor(np.asarray(theta), dtype=torch.float32), self.parameters())
 
     @property
     def num_params(self) -> int:
