@@ -35,11 +35,14 @@ from torch import nn
 
 from rllib_ext.common.policies import MLPPolicy
 
+#: Hidden sizes of the actor and of each critic, paper 001 App. A ((256, 256) for Humanoid).
+PAPER_HIDDENS = (400, 300)
+
 #: Keys of the batches :func:`td3_critic_loss` and :meth:`TD3Updater.update` take.
 BATCH_KEYS = ("obs", "actions", "rewards", "next_obs", "terminateds")
 
 
-def make_actor(obs_dim: int, action_space: gym.Space, hiddens: Sequence[int] = (400, 300)) -> MLPPolicy:
+def make_actor(obs_dim: int, action_space: gym.Space, hiddens: Sequence[int] = PAPER_HIDDENS) -> MLPPolicy:
     """The App. A actor of paper 001: tanh MLP with a tanh output mapped onto the Box bounds.
 
     Args:
@@ -67,7 +70,7 @@ class TwinCritic(nn.Module):
         hiddens: Hidden sizes of each Q network; (400, 300).
     """
 
-    def __init__(self, obs_dim: int, act_dim: int, hiddens: Sequence[int] = (400, 300)):
+    def __init__(self, obs_dim: int, act_dim: int, hiddens: Sequence[int] = PAPER_HIDDENS):
         super().__init__()
         self.obs_dim, self.act_dim = int(obs_dim), int(act_dim)
         self.q1_net = self._mlp(self.obs_dim + self.act_dim, hiddens)
@@ -203,7 +206,7 @@ class TD3Updater:
         self,
         obs_dim: int,
         action_space: gym.Space,
-        hiddens: Sequence[int] = (400, 300),
+        hiddens: Sequence[int] = PAPER_HIDDENS,
         actor_lr: float = 1e-3,
         critic_lr: float = 1e-3,
         gamma: float = 0.99,

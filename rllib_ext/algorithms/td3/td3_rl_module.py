@@ -18,8 +18,9 @@ own env runner's (approximate) step count, while the driver knows the exact life
 all runners, so :meth:`TD3.training_step <rllib_ext.algorithms.td3.td3.TD3.training_step>`
 samples with RLlib's ``random_actions=True`` until it is reached.
 
-model_config keys (set by :class:`~rllib_ext.algorithms.td3.td3.TD3Config`): ``hiddens``
-([400, 300]), ``action_noise`` (0.1).
+model_config keys: ``fcnet_hiddens``, the hidden sizes of the actor and of each critic
+([400, 300], App. A), and ``action_noise`` (0.1; set from
+:class:`~rllib_ext.algorithms.td3.td3.TD3Config`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.common.td3 import TwinCritic, make_actor
+from rllib_ext.common.td3 import PAPER_HIDDENS, TwinCritic, make_actor
 
 #: Module attributes that only the Learner holds.
 LEARNER_ONLY = ("critic", "actor_target", "critic_target")
@@ -47,7 +48,7 @@ class TD3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
     def setup(self):
         """The actor, and unless ``inference_only`` the twin critics and both targets."""
         cfg = self.model_config or {}
-        self.hiddens = tuple(int(h) for h in cfg.get("hiddens", (400, 300)))
+        self.hiddens = tuple(int(h) for h in cfg.get("fcnet_hiddens", PAPER_HIDDENS))
         self.action_noise = float(cfg.get("action_noise", 0.1))
         self.obs_dim = int(np.prod(self.observation_space.shape))
         self.act_dim = int(np.prod(self.action_space.shape))
