@@ -1,0 +1,361 @@
+"""AESRL_EXT: Asynchronous Evolution Strategy–Reinforcement Learning (paper 001, Algorithm 1).
+
+Lee, Lee, Shin & Kweon, "An Efficient Asynchronous Method for Integrating Evolutionary and
+Gradient-based Policy Search" (NeurIPS 2020), ``../shared/papers/001_6bf500f1c5f7a9b5.txt``.
+
+Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of its while loop):
+
+1. Whenever a runner is idle (a free job slot), sample an individual z ~ N(μ, diag σ²) (line 8,
+   sent as a seed). With probability p_rl (Eq. 3, :func:`~rllib_ext.algorithms.aesrl.
+   aesrl_learner.p_rl`), once ``rl_start_steps`` env steps are done and the critic has been
+   trained, it is an RL individual: the runner first trains it against the current critic
+   weights (TD3 actor loss, lines 13–17); else an ES individual (line 20). Either way it is
+   evaluated with action noise a_noise, filling the replay actor (line 23, Algorithm 2).
+2. The shared critic trains continuously in the critic worker (line 3): one ``train`` call of
+   ``critic_steps_per_call`` steps is always in flight, with μ as the TD3 target actor (the
+   reference code's choice), as long as critic steps ≤ ``critic_steps_per_env_step`` × env steps
+   (the reference trains while critic steps < total steps).
+3. When an individual finishes (lines 28–33): the population is updated with (z, f(z)) by the
+   chosen mean and variance rules (§3.3–3.4, :class:`~rllib_ext.algorithms.aesrl.aesrl_learner.
+   AsyncPopulation`), its steps are counted, and μ, σ² (update u + 1) are published.
+
+**f(μ).** The fitness-based rules need the fitness of the current mean, which the paper does not
+say how to get. ``mean_fitness``:
+
+- ``"reevaluate"`` (default, the reference code): after each individual, μ (as it is then) is
+  evaluated for ``mean_eval_episodes`` (5) noise-free episodes on a runner, and the individual is
+  told once they finish. Accurate, but costs 5 episodes per individual; these episodes are counted
+  under ``blackbox/mean_eval_env_steps_lifetime`` only, not in RLlib's sampled env steps, which
+  are the paper's step budget (the individuals' steps, also ``blackbox/individual_steps_lifetime``,
+  which ``initial_steps``, ``rl_start_steps`` and the critic cap use).
+- ``"interpolate"``: μ is evaluated once at the start; afterwards f(μ) follows Eq. (4)'s
+  interpolation, f(μ_{t+1}) ≈ (1 − p)·f(μ_t) + p·f(z) — no extra episodes, but biased (f is not
+  linear, and one noisy f(z) moves it). Every ``mean_eval_interval`` updates (0: never) μ is
+  re-evaluated to re-anchor it.
+
+Metrics (``blackbox/``): ``p_rl``, ``n_rl_lifetime``, ``n_es_lifetime``, ``p_mean`` (mean
+update ratio), ``p_rl_individuals`` / ``p_es_individuals`` (mean p by kind, App. G),
+``sigma_mean``/``sigma_max``, ``f_mu``, ``critic_updates_per_s``, ``worker_utilization``,
+``replay_size``, plus RLlib's episode-return keys over the individuals.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any, Dict, List
+
+import numpy as np
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.algorithms.aesrl.aesrl_learner import MEAN_RULES, VARIANCE_RULES, AsyncPopulation, p_rl
+from rllib_ext.common.blackbox import BLACKBOX
+from rllib_ext.common.erl import ERLAlgorithm, ERLConfig
+
+MEAN_FITNESS = ("reevaluate", "interpolate")
+# Fail loudly if no env runner is healthy for this long.
+NO_RUNNER_TIMEOUT_S = 120.0
+
+
+class AESRLConfig(ERLConfig):
+    """AESRL_EXT's settings (defaults: paper 001 §3, App. C; the ERL ones in :class:`ERLConfig`).
+
+    Attributes set through :meth:`training`:
+        mean_rule: ``one_plus_one`` | ``rank`` | ``fixed_linear`` | ``fixed_sigmoid`` |
+            ``baseline_absolute`` | ``baseline_relative`` (default; §3.3).
+        variance_rule: ``success_rule`` | ``online_fixed`` | ``online_adaptive`` (default) |
+            ``elite`` (with ``rank`` only; §3.4).
+        fixed_range: r (Eq. 6, 8; Table 5: ~1/6 of the best return, HalfCheetah 2000).
+        fitness_baseline: f_b (Eq. 9, 10; Table 5: relative +r, absolute −r).
+        p_positive, p_negative: p_sg (Eq. 7; App. C: p_negative 0).
+        online_n: n of ``online_fixed``; rank_population: n of ``rank``.
+        success_window, success_threshold (1/5), success_factor: the 1/5 rule.
+        k_rl: K_rl, the P gain of Eq. (3) (50); p_desired: 0.5 (Swimmer 0.1).
+        mean_fitness, mean_eval_episodes, mean_eval_interval: how f(μ) is estimated (module
+            docstring).
+        critic_steps_per_call: critic steps per call to the critic worker (the reference's
+            ``critic_batch``); critic_steps_per_env_step: the cap on critic steps (1.0).
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or AESRL)
+        self.mean_rule = "baseline_relative"
+        self.variance_rule = "online_adaptive"
+        self.fixed_range = 2000.0
+        self.fitness_baseline = 2000.0
+        self.p_positive = 1.0
+        self.p_negative = 0.0
+        self.online_n = 10.0
+        self.rank_population = 10
+        self.success_window = 10
+        self.success_threshold = 0.2
+        self.success_factor = 0.85
+        self.k_rl = 50.0
+        self.p_desired = 0.5
+        self.mean_fitness = "reevaluate"
+        self.mean_eval_episodes = 5
+        self.mean_eval_interval = 0
+        self.critic_steps_per_call = 500
+        self.critic_steps_per_env_step = 1.0
+
+    @override(ERLConfig)
+    def training(
+        self,
+        *,
+        mean_rule=NotProvided,
+        variance_rule=NotProvided,
+        fixed_range=NotProvided,
+        fitness_baseline=NotProvided,
+        p_positive=NotProvided,
+        p_negative=NotProvided,
+        online_n=NotProvided,
+        rank_population=NotProvided,
+        success_window=NotProvided,
+        success_threshold=NotProvided,
+        success_factor=NotProvided,
+        k_rl=NotProvided,
+        p_desired=NotProvided,
+        mean_fitness=NotProvided,
+        mean_eval_episodes=NotProvided,
+        mean_eval_interval=NotProvided,
+        critic_steps_per_call=NotProvided,
+        critic_steps_per_env_step=NotProvided,
+        **kwargs,
+    ) -> "AESRLConfig":
+        super().training(**kwargs)
+        self._set_provided(
+            mean_rule=mean_rule, variance_rule=variance_rule, fixed_range=fixed_range,
+            fitness_baseline=fitness_baseline, p_positive=p_positive, p_negative=p_negative, online_n=online_n,
+            rank_population=rank_population, success_window=success_window, success_threshold=success_threshold,
+            success_factor=success_factor, k_rl=k_rl, p_desired=p_desired, mean_fitness=mean_fitness,
+            mean_eval_episodes=mean_eval_episodes, mean_eval_interval=mean_eval_interval,
+            critic_steps_per_call=critic_steps_per_call, critic_steps_per_env_step=critic_steps_per_env_step,
+        )
+        return self
+
+    @override(ERLConfig)
+    def validate(self) -> None:
+        super().validate()
+        for name, valid in (("mean_rule", MEAN_RULES), ("variance_rule", VARIANCE_RULES), ("mean_fitness", MEAN_FITNESS)):
+            if getattr(self, name) not in valid:
+                self._value_error(f"unknown {name} {getattr(self, name)!r}; valid: {', '.join(valid)}")
+        if self.variance_rule == "elite" and self.mean_rule != "rank":
+            self._value_error("variance_rule 'elite' is the rank rule's own variance: use it with mean_rule 'rank'")
+        for name in ("fixed_range", "fitness_baseline", "online_n", "success_factor", "k_rl", "critic_steps_per_env_step"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+                self._value_error(f"{name} must be a finite number > 0, got {v!r}")
+        if not 0 < self.success_factor <= 1:
+            self._value_error(f"success_factor must be in (0, 1], got {self.success_factor!r}")
+        for name in ("p_positive", "p_negative", "p_desired", "success_threshold"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 <= v <= 1):
+                self._value_error(f"{name} must be in [0, 1], got {v!r}")
+        for name in ("rank_population", "success_window", "mean_eval_episodes", "critic_steps_per_call"):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and v >= 1):
+                self._value_error(f"{name} must be an integer >= 1, got {v!r}")
+        if not (isinstance(self.mean_eval_interval, int) and self.mean_eval_interval >= 0):
+            self._value_error(f"mean_eval_interval must be an integer >= 0, got {self.mean_eval_interval!r}")
+        if self.mean_rule == "rank" and self.rank_population < 2:
+            self._value_error("rank_population must be >= 2 for the rank rule")
+
+    def make_population(self, mu: np.ndarray) -> AsyncPopulation:
+        return AsyncPopulation(
+            mu, sigma_init=self.sigma_init, mean_rule=self.mean_rule, variance_rule=self.variance_rule,
+            fixed_range=self.fixed_range, fitness_baseline=self.fitness_baseline, p_positive=self.p_positive,
+            p_negative=self.p_negative, online_n=self.online_n, rank_population=self.rank_population,
+            success_window=self.success_window, success_threshold=self.success_threshold,
+            success_factor=self.success_factor, var_limit=self.var_limit,
+        )
+
+
+class AESRL(ERLAlgorithm):
+    """AESRL_EXT (see the module docstring)."""
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> AESRLConfig:
+        return AESRLConfig()
+
+    @override(ERLAlgorithm)
+    def setup(self, config):
+        super().setup(config)
+        self.population = self.config.make_population(self.mu)
+        self.population.var = self.var
+        self.counters.update({"mean_eval_env_steps": 0, "individuals_failed": 0})
+        self._pending: Dict[int, Dict[str, Any]] = {}  # job id -> {"z", "rl"}: individuals in flight
+        self._awaiting_mean: Dict[int, Dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
+        self._untold: List[Dict[str, Any]] = []  # finished individuals waiting for the first f(μ)
+        self._last_steps = collections.deque(maxlen=10)
+        self._critic_call = None
+        self._p_by_kind = {"rl": [], "es": []}
+        self._rng = np.random.default_rng(None if self.config.seed is None else int(self.config.seed) + 99)
+        self._last_progress = time.perf_counter()
+        if self.population.needs_f_mu and self.config.mean_fitness == "interpolate":
+            self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
+
+    # -- submitting ------------------------------------------------------------------------
+    def _submit_mean(self, individual: Dict[str, Any] = None) -> None:
+        job_id = self.pool.new_job_id()
+        self.pool.submit([{"id": job_id, "kind": "mean", "episodes": int(self.config.mean_eval_episodes)}])
+        self._awaiting_mean[job_id] = individual
+
+    def _rl_steps(self) -> int:
+        steps = self.config.rl_actor_steps
+        return max(int(sum(self._last_steps)), 1) if steps == "auto" else int(steps)
+
+    def _submit_individual(self) -> None:
+        cfg = self.config
+        steps = self.counters["individual_steps"]
+        rl = False
+        if steps >= cfg.effective_rl_start_steps and self.critic_ref is not None:
+            prob = p_rl(self.counters["n_rl"], self.counters["n_es"], cfg.k_rl, cfg.p_desired)  # Eq. (3)
+            self.metrics.log_value((BLACKBOX, "p_rl"), prob, reduce="mean", window=20)
+            rl = bool(self._rng.random() < prob)
+            self.counters["n_rl" if rl else "n_es"] += 1
+        seed = self.next_batch_seed()
+        job = {"id": self.pool.new_job_id(), "kind": "individual", "seed": seed,
+               "random_actions": steps < cfg.initial_steps}
+        if rl:
+            job.update({"rl_steps": self._rl_steps(), "critic_ref": [self.critic_ref]})
+        self._pending[job["id"]] = {"z": self.population.sample(seed), "rl": rl}
+        self.pool.submit([job])
+
+    def _pump_critic(self) -> None:
+        cfg = self.config
+        if self._critic_call is not None:
+            import ray
+
+            ready, _ = ray.wait([self._critic_call], timeout=0)
+            if not ready:
+                return
+            call, self._critic_call = self._critic_call, None
+            self.critic_result(call)
+        steps = self.counters["individual_steps"]
+        if steps < cfg.effective_rl_start_steps:
+            return
+        if self.counters["critic_steps"] + cfg.critic_steps_per_call <= cfg.critic_steps_per_env_step * steps:
+            self._critic_call = self.critic.train.remote(int(cfg.critic_steps_per_call), self.mu)
+
+    # -- finishing -----------------------------------------------------------------------------
+    def _tell(self, individual: Dict[str, Any]) -> None:
+        pop = self.population
+        p = pop.tell(individual["z"], individual["return"])
+        if self.config.mean_fitness == "interpolate" and pop.f_mu is not None and p > 0:
+            pop.f_mu = (1.0 - p) * pop.f_mu + p * individual["return"]  # Eq. (4) applied to f
+        self.mu, self.var = pop.mu, pop.var
+        self.update_index += 1
+        self._p_by_kind["rl" if individual["rl"] else "es"].append(p)
+        m = self.metrics
+        m.log_value((BLACKBOX, "p_mean"), p, reduce="mean", window=50)
+        interval = self.config.mean_eval_interval
+        if self.config.mean_fitness == "interpolate" and interval and self.update_index % interval == 0:
+            self._submit_mean()
+        self.publish()
+
+    def _on_individual(self, r: Dict[str, Any]) -> None:
+        info = self._pending.pop(r["id"], None)
+        if info is None:
+            return
+        self.counters["individual_steps"] += r["length"]
+        self._last_steps.append(r["length"])
+        individual = {"z": r["params"] if r["params"] is not None else info["z"], "return": r["return"], "rl": info["rl"]}
+        pop = self.population
+        if not pop.needs_f_mu:
+            self._tell(individual)
+        elif self.config.mean_fitness == "reevaluate":
+            self._submit_mean(individual)
+        elif pop.f_mu is None:
+            self._untold.append(individual)
+        else:
+            self._tell(individual)
+
+    def _on_mean(self, r: Dict[str, Any]) -> None:
+        individual = self._awaiting_mean.pop(r["id"], "missing")
+        if individual == "missing":
+            return
+        self.counters["mean_eval_env_steps"] += r["length"]
+        if r["failed"]:
+            self.counters["episodes_failed"] += 1
+            self._submit_mean(individual)  # f(μ) is still needed: try again
+            return
+        self.population.f_mu = r["return"]
+        self.metrics.log_value((BLACKBOX, "f_mu"), r["return"], reduce="mean", window=1)
+        untold, self._untold = self._untold, []
+        for ind in ([individual] if individual is not None else []) + untold:
+            self._tell(ind)
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        self.check_can_train()
+        since, busy_before = self.pool.snapshot()
+        deadline = since + 0.5
+        finished = []
+        while True:
+            self._pump_critic()
+            for _ in range(self.free_slots()):
+                self._submit_individual()
+            ok, failed = self.collect(timeout_s=0.05)
+            for r in failed:
+                if r.get("kind") == "mean":
+                    self._on_mean(r)
+                elif self._pending.pop(r["id"], None) is not None:
+                    self.counters["individuals_failed"] += 1
+            for r in ok:
+                if r.get("kind") == "mean":
+                    self._on_mean(r)
+                else:
+                    self._on_individual(r)
+                    finished.append(r)
+            if ok or failed:
+                self._last_progress = time.perf_counter()
+            elif time.perf_counter() - self._last_progress > NO_RUNNER_TIMEOUT_S and not self.pool.healthy_runner_ids():
+                raise RuntimeError(f"AESRL_EXT: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+            if time.perf_counter() >= deadline and (finished or self.config.min_time_s_per_iteration is None):
+                break
+            if time.perf_counter() >= deadline + 60:
+                break
+        self._log(finished, since, busy_before)
+
+    def collect(self, timeout_s: float = 0.01):
+        """BlackBoxAlgorithm.collect, without counting mean evaluations as the paper's steps."""
+        ok, failed = super().collect(timeout_s)
+        for r in ok:
+            if r.get("kind") == "mean":
+                self.counters["env_steps"] -= r["length"]
+                self.counters["episodes"] -= 1
+        return ok, failed
+
+    def _log(self, finished: List[Dict[str, Any]], since: float, busy_before) -> None:
+        self.log_batch(finished, since, busy_before)
+        m = self.metrics
+        m.log_value((BLACKBOX, "mean_eval_env_steps_lifetime"), self.counters["mean_eval_env_steps"], reduce="max", window=1)
+        m.log_value((BLACKBOX, "individuals_failed_lifetime"), self.counters["individuals_failed"], reduce="max", window=1)
+        for kind, ps in self._p_by_kind.items():
+            if ps:
+                m.log_value((BLACKBOX, f"p_{kind}_individuals"), float(np.mean(ps)), reduce="mean", window=1)
+        self._p_by_kind = {"rl": [], "es": []}
+        if self.population.f_mu is not None:
+            m.log_value((BLACKBOX, "f_mu"), float(self.population.f_mu), reduce="mean", window=1)
+        self.log_common()
+        self.sync_mu_to_learner()
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    @override(ERLAlgorithm)
+    def _extra_state(self) -> Dict[str, Any]:
+        state = super()._extra_state()
+        state["population"] = self.population.get_state()
+        state["last_steps"] = list(self._last_steps)
+        return state
+
+    @override(ERLAlgorithm)
+    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+        super()._set_extra_state(state)
+        self.population.set_state(state["population"])
+        self.mu, self.var = self.population.mu, self.population.var
+        self._last_steps.clear()
+        self._last_steps.extend(state["last_steps"])

@@ -1,0 +1,242 @@
+"""CEMRL_EXT: CEM-RL (Pourchot & Sigaud 2019), the synchronous baseline of paper 001 (Table 1).
+
+Paper 001 §2.3–2.4 and §4.1 (``../shared/papers/001_6bf500f1c5f7a9b5.txt``); the reference
+implementations are apourchot/CEM-RL and the P-CEM-RL of KyunghyunLee/aes-rl. One
+``training_step`` is one generation:
+
+1. Sample ``population_size`` (10) individuals from N(μ, diag σ²) (antithetic pairs).
+2. Once ``rl_start_steps`` env steps are done, the first ``rl_population`` (5, half) are RL
+   individuals: for each, the shared critic is trained for (last generation's steps /
+   rl_population) steps with that individual as the TD3 target actor, then the individual is
+   trained against the critic for ``rl_actor_steps`` (``"auto"``: last generation's steps) TD3
+   actor steps with a fresh Adam — CEM-RL's schedule.
+3. Every individual is evaluated for one episode (action noise ``action_noise``, filling the
+   replay actor), and sep-CEM updates μ and σ² from the elites (Eq. 1–2,
+   :class:`~rllib_ext.common.population.SepCEM`).
+
+``mode``:
+
+- ``"serial"`` (CEM-RL): one individual at a time — train its critic and actor, evaluate it, then
+  the next; one runner is busy at any time whatever ``num_env_runners`` is.
+- ``"parallel"`` (P-CEM-RL): the critic steps of all RL individuals first (they are sequential
+  by nature), then all individuals are trained/evaluated at once across the runners, and the
+  generation waits for the slowest — the idle time AES-RL removes.
+
+A failed episode (the env raised or returned NaN) is re-run (up to ``max_retries`` times), then
+the individual gets fitness −inf; both are counted.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List
+
+import numpy as np
+import ray
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.common.blackbox import BLACKBOX
+from rllib_ext.common.erl import ERLAlgorithm, ERLConfig
+from rllib_ext.common.population import SepCEM
+
+MODES = ("serial", "parallel")
+NO_RUNNER_TIMEOUT_S = 120.0
+
+
+class CEMRLConfig(ERLConfig):
+    """CEMRL_EXT's settings (CEM-RL's defaults; the ERL ones in :class:`ERLConfig`).
+
+    Attributes set through :meth:`training`:
+        mode: ``"serial"`` (CEM-RL) or ``"parallel"`` (P-CEM-RL).
+        population_size: Individuals per generation (10); rl_population: RL ones (5).
+        num_elites: K_e (None: half the population); cem_weights: ``"log"`` | ``"equal"``.
+        damp_init, damp_limit, damp_tau: ε's schedule (1e-3, 1e-5, 0.95).
+        antithetic: ± pairs (True).
+        max_retries: Re-runs of an individual whose episode failed.
+    """
+
+    def __init__(self, algo_class=None):
+        super().__init__(algo_class=algo_class or CEMRL)
+        self.mode = "serial"
+        self.population_size = 10
+        self.rl_population = 5
+        self.num_elites = None
+        self.cem_weights = "log"
+        self.damp_init = 1e-3
+        self.damp_limit = 1e-5
+        self.damp_tau = 0.95
+        self.antithetic = True
+        self.max_retries = 2
+        self.rl_batch_size = 100  # CEM-RL
+        self.num_env_runners = 1
+
+    @override(ERLConfig)
+    def training(
+        self,
+        *,
+        mode=NotProvided,
+        population_size=NotProvided,
+        rl_population=NotProvided,
+        num_elites=NotProvided,
+        cem_weights=NotProvided,
+        damp_init=NotProvided,
+        damp_limit=NotProvided,
+        damp_tau=NotProvided,
+        antithetic=NotProvided,
+        max_retries=NotProvided,
+        **kwargs,
+    ) -> "CEMRLConfig":
+        super().training(**kwargs)
+        self._set_provided(
+            mode=mode, population_size=population_size, rl_population=rl_population, num_elites=num_elites,
+            cem_weights=cem_weights, damp_init=damp_init, damp_limit=damp_limit, damp_tau=damp_tau,
+            antithetic=antithetic, max_retries=max_retries,
+        )
+        return self
+
+    @override(ERLConfig)
+    def validate(self) -> None:
+        super().validate()
+        if self.mode not in MODES:
+            self._value_error(f"unknown mode {self.mode!r}; valid: {', '.join(MODES)}")
+        if not (isinstance(self.population_size, int) and self.population_size >= 2):
+            self._value_error(f"population_size must be an integer >= 2, got {self.population_size!r}")
+        if self.antithetic and self.population_size % 2:
+            self._value_error(f"antithetic sampling needs an even population_size, got {self.population_size}")
+        if not (isinstance(self.rl_population, int) and 0 <= self.rl_population <= self.population_size):
+            self._value_error(f"rl_population must be an integer in [0, population_size], got {self.rl_population!r}")
+        if self.num_elites is not None and not (isinstance(self.num_elites, int) and 1 <= self.num_elites <= self.population_size):
+            self._value_error(f"num_elites must be None or an integer in [1, population_size], got {self.num_elites!r}")
+        if self.cem_weights not in ("log", "equal"):
+            self._value_error(f"unknown cem_weights {self.cem_weights!r}; valid: 'log', 'equal'")
+        for name in ("damp_init", "damp_limit"):
+            if not (isinstance(getattr(self, name), (int, float)) and getattr(self, name) >= 0):
+                self._value_error(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not (isinstance(self.damp_tau, (int, float)) and 0 <= self.damp_tau <= 1):
+            self._value_error(f"damp_tau must be in [0, 1], got {self.damp_tau!r}")
+        if not (isinstance(self.max_retries, int) and self.max_retries >= 0):
+            self._value_error(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
+
+
+class CEMRL(ERLAlgorithm):
+    """CEMRL_EXT (see the module docstring)."""
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> CEMRLConfig:
+        return CEMRLConfig()
+
+    @override(ERLAlgorithm)
+    def setup(self, config):
+        super().setup(config)
+        cfg = self.config
+        self.cem = SepCEM(
+            self.mu, sigma_init=cfg.sigma_init, population_size=cfg.population_size, num_elites=cfg.num_elites,
+            weights=cfg.cem_weights, damp_init=cfg.damp_init, damp_limit=cfg.damp_limit, damp_tau=cfg.damp_tau,
+            antithetic=cfg.antithetic,
+        )
+        self.prev_generation_steps = 0
+        self.counters.update({"individuals_failed": 0, "individual_retries": 0})
+
+    def _train_critic(self, steps: int, actor: np.ndarray) -> None:
+        if steps > 0:
+            self.critic_result(self.critic.train.remote(int(steps), actor))
+
+    def _job(self, z: np.ndarray, rl: bool) -> Dict[str, Any]:
+        cfg = self.config
+        job = {"id": self.pool.new_job_id(), "kind": "individual", "params_ref": [ray.put(z)],
+               "random_actions": self.counters["individual_steps"] < cfg.initial_steps}
+        if rl and self.critic_ref is not None:
+            steps = self.prev_generation_steps if cfg.rl_actor_steps == "auto" else int(cfg.rl_actor_steps)
+            job.update({"rl_steps": max(int(steps), 1), "critic_ref": [self.critic_ref]})
+        return job
+
+    def _run(self, jobs: List[Dict[str, Any]]) -> Dict[int, Dict[str, Any]]:
+        """Runs the jobs (all at once), re-running failed episodes; results by job id."""
+        pending = {j["id"]: (j, 0) for j in jobs}
+        for j in jobs:
+            self.pool.submit([j])
+        done: Dict[int, Dict[str, Any]] = {}
+        last_progress = time.perf_counter()
+        while pending:
+            ok, failed = self.collect(timeout_s=0.05)
+            for r in ok:
+                if r["id"] in pending:
+                    pending.pop(r["id"])
+                    done[r["id"]] = r
+            for r in failed:
+                if r["id"] not in pending:
+                    continue
+                job, tries = pending.pop(r["id"])
+                if tries < self.config.max_retries:
+                    self.counters["individual_retries"] += 1
+                    pending[job["id"]] = (job, tries + 1)
+                    self.pool.submit([job])
+                else:
+                    self.counters["individuals_failed"] += 1
+                    done[r["id"]] = dict(r, **{"return": float("-inf"), "length": 0})
+            if ok or failed:
+                last_progress = time.perf_counter()
+            elif time.perf_counter() - last_progress > NO_RUNNER_TIMEOUT_S and not self.pool.healthy_runner_ids():
+                raise RuntimeError(f"CEMRL_EXT: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+        return done
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        self.check_can_train()
+        cfg = self.config
+        since, busy_before = self.pool.snapshot()
+        individuals = self.cem.ask(self.next_batch_seed())
+        use_rl = self.counters["individual_steps"] >= cfg.effective_rl_start_steps and self.prev_generation_steps > 0
+        n_rl = cfg.rl_population if use_rl else 0
+        critic_steps = self.prev_generation_steps // max(cfg.rl_population, 1)
+        results: List[Dict[str, Any]] = []
+        if cfg.mode == "serial":
+            for i, z in enumerate(individuals):
+                if i < n_rl:
+                    self._train_critic(critic_steps, z)
+                results += self._run([self._job(z, i < n_rl)]).values()
+        else:
+            for z in individuals[:n_rl]:
+                self._train_critic(critic_steps, z)
+            jobs = [self._job(z, i < n_rl) for i, z in enumerate(individuals)]
+            by_id = self._run(jobs)
+            results = [by_id[j["id"]] for j in jobs]
+        fitness, evaluated = [], []
+        for z, r in zip(individuals, results):
+            evaluated.append(r["params"] if r.get("params") is not None else z)
+            fitness.append(r["return"])
+        self.cem.tell(np.stack(evaluated), np.asarray(fitness))  # Eq. (1)-(2)
+        self.mu, self.var = self.cem.mu, self.cem.var
+        self.update_index += 1
+        self.counters["n_rl"] += sum(1 for r in results if r.get("rl"))
+        self.counters["n_es"] += sum(1 for r in results if not r.get("rl"))
+        steps = int(sum(r["length"] for r in results))
+        self.counters["individual_steps"] += steps
+        self.prev_generation_steps = steps
+        self.publish()
+        finite = [r for r in results if np.isfinite(r["return"])]
+        self.log_batch(finite, since, busy_before)
+        m = self.metrics
+        m.log_value((BLACKBOX, "generation_s"), time.perf_counter() - since, reduce="mean", window=1)
+        m.log_value((BLACKBOX, "cem_damp"), self.cem.damp, reduce="mean", window=1)
+        for key in ("individuals_failed", "individual_retries"):
+            m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
+        if finite:
+            m.log_value((BLACKBOX, "best_individual_return"), max(r["return"] for r in finite), reduce="mean", window=1)
+        self.log_common()
+        self.sync_mu_to_learner()
+
+    @override(ERLAlgorithm)
+    def _extra_state(self) -> Dict[str, Any]:
+        return {**super()._extra_state(), "cem": self.cem.get_state(), "prev_generation_steps": self.prev_generation_steps}
+
+    @override(ERLAlgorithm)
+    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+        super()._set_extra_state(state)
+        self.cem.set_state(state["cem"])
+        self.mu, self.var = self.cem.mu, self.cem.var
+        self.prev_generation_steps = int(state["prev_generation_steps"])
