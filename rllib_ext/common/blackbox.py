@@ -42,7 +42,6 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.env import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
-from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.env_runner import EnvRunner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.checkpoints import Checkpointable
@@ -57,12 +56,22 @@ from ray.rllib.utils.metrics import (
     NUM_EPISODES,
     NUM_EPISODES_LIFETIME,
 )
-from ray.tune.registry import ENV_CREATOR, _global_registry
 
 from rllib_ext.common import samplers as samplers_lib
 from rllib_ext.common import shaping as shaping_lib
+from rllib_ext.common.guards import FiniteParametersGuard, nonfinite_parameters
 from rllib_ext.common.obs_filter import ObservationFilter
 from rllib_ext.common.policies import MLPPolicy, check_policy_spec
+from rllib_ext.common.validation import (
+    CONTINUOUS,
+    DISCRETE,
+    KeepsMinusOneSettings,
+    algo_name,
+    check_finite_settings,
+    check_vector_spaces,
+    env_spaces,
+    make_single_env,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +81,7 @@ BLACKBOX = "blackbox"  # metrics key prefix of the engine's own metrics
 # ---------------------------------------------------------------------------------------------
 # Config.
 # ---------------------------------------------------------------------------------------------
-class BlackBoxConfig(AlgorithmConfig):
+class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     """Settings shared by the black-box (ES-family) algorithms.
 
     Names follow paper 000 (Table 3) and paper 002 (§4):
@@ -237,9 +246,8 @@ class BlackBoxConfig(AlgorithmConfig):
             self._value_error(f"obs_clip must be > 0 or None, got {self.obs_clip}")
         if not all(isinstance(h, int) and h > 0 for h in self.policy_hiddens):
             self._value_error(f"policy_hiddens must be positive integers, got {self.policy_hiddens}")
-        if self.env is not None and not self.in_evaluation:
-            # Once per build: the evaluation copy of this config has the same env.
-            self._check_env_spaces()
+        check_finite_settings(self)
+        self._check_env_spaces()
         if self.evaluation_interval:
             self._value_error(
                 "black-box algorithms evaluate θ_u themselves: use eval_episodes, not evaluation_interval"
@@ -247,20 +255,13 @@ class BlackBoxConfig(AlgorithmConfig):
 
     def _check_env_spaces(self) -> None:
         """Builds the env once on the driver to reject unsupported spaces before actors start."""
-        try:
-            env = make_single_env(self)
-        except Exception as e:  # noqa: BLE001 - reported as a config error naming the env
-            self._value_error(f"cannot create env {self.env!r}: {type(e).__name__}: {e}")
-        try:
-            obs_space, act_space = env.observation_space, env.action_space
-        finally:
-            env.close()
-        if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
-            self._value_error(f"{self.env!r}: black-box policies need a 1-d Box observation space, got {obs_space}")
-        try:
-            check_policy_spec(act_space, self.policy_head, self.policy_activation)
-        except ValueError as e:
-            self._value_error(f"{self.env!r}: {e}")
+        spaces = env_spaces(self)
+        check_vector_spaces(self, spaces, actions=(DISCRETE, CONTINUOUS))
+        if spaces is not None:
+            try:
+                check_policy_spec(spaces[1], self.policy_head, self.policy_activation)
+            except ValueError as e:
+                self._value_error(f"{self.env!r}: {e}")
 
     def make_sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
         """The perturbation sampler (the same on the driver and on every runner)."""
@@ -352,7 +353,7 @@ class BlackBoxLearner(TorchLearner):
         theta = torch.nn.utils.parameters_to_vector(params).detach().clone()
         g = torch.as_tensor(np.asarray(g_hat, dtype=np.float32))
         if not torch.isfinite(g).all():
-            raise FloatingPointError("gradient estimate contains NaN/inf; refusing to update θ")
+            raise FloatingPointError(f"{algo_name(self.config)}: gradient estimate contains NaN/inf; refusing to update θ")
         l2 = float(self.config.l2_coeff)
         ascent = g - l2 * theta if l2 else g
         offset = 0
@@ -367,7 +368,11 @@ class BlackBoxLearner(TorchLearner):
             optimizer.zero_grad(set_to_none=True)
         new_theta = torch.nn.utils.parameters_to_vector(params).detach()
         if not torch.isfinite(new_theta).all():
-            raise FloatingPointError("θ became non-finite after the optimizer step")
+            raise FloatingPointError(
+                f"{algo_name(self.config)}: θ became non-finite after the optimizer step (module "
+                f"{DEFAULT_MODULE_ID!r}, parameter(s) {', '.join(map(repr, nonfinite_parameters(module)))}); "
+                "refusing to publish it to the env runners"
+            )
         return {
             "update_norm": float(torch.linalg.vector_norm(new_theta - theta)),
             "grad_norm": float(torch.linalg.vector_norm(g)),
@@ -395,16 +400,6 @@ class EpisodeRecord:
 
 class EpisodeFailed(Exception):
     """An episode that cannot count: the env raised, or returned a non-finite value."""
-
-
-def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers: int = 0) -> gym.Env:
-    """One (non-vectorized) env, resolved like RLlib does: Tune-registered name, then gymnasium id."""
-    env_ctx = EnvContext(dict(config.env_config or {}), worker_index=worker_index, num_workers=num_workers)
-    if isinstance(config.env, str) and _global_registry.contains(ENV_CREATOR, config.env):
-        return _global_registry.get(ENV_CREATOR, config.env)(env_ctx)
-    if callable(config.env):
-        return config.env(env_ctx)
-    return gym.make(config.env, **dict(config.env_config or {}))
 
 
 class BlackBoxEnvRunner(EnvRunner, Checkpointable):
@@ -625,7 +620,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
 # ---------------------------------------------------------------------------------------------
 # Driver side shared by the black-box algorithms.
 # ---------------------------------------------------------------------------------------------
-class BlackBoxAlgorithm(Algorithm):
+class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     """Algorithm base of the ES family: θ_u publishing, the job pool, filter merging, metrics.
 
     Subclasses implement ``training_step`` with :meth:`submit_perturbations`,

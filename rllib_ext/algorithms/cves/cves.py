@@ -117,14 +117,6 @@ class CVESConfig(BlackBoxConfig):
         return self
 
     @override(BlackBoxConfig)
-    def get_state(self) -> Dict[str, Any]:
-        # RLlib drops every attribute equal to DEPRECATED_VALUE (-1) here, and η = −1 is a natural
-        # start (η* → −1 as γ → 1); keep it.
-        state = super().get_state()
-        state["eta_init"] = self.eta_init
-        return state
-
-    @override(BlackBoxConfig)
     def validate(self) -> None:
         super().validate()
         if self.return_shaping not in cv.SHAPINGS:

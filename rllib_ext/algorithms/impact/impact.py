@@ -60,6 +60,14 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.validation import (
+    KeepsMinusOneSettings,
+    check_default_module_builds,
+    check_finite_settings,
+    env_spaces,
+)
+
 logger = logging.getLogger(__name__)
 
 #: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
@@ -89,7 +97,7 @@ def available_optimizers() -> List[str]:
     return names
 
 
-class IMPACTConfig(APPOConfig):
+class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
     """Configuration of IMPACT_EXT (paper 004).
 
     Defaults follow the paper's Table 1 (discrete control) with RLlib's default network, which
@@ -154,6 +162,10 @@ class IMPACTConfig(APPOConfig):
         # (0 would busy-spin the driver, costing a CPU core the workers need).
         self.timeout_s_sampler_manager = 0.01
         self.min_time_s_per_iteration = 10
+        # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
+        # (logged, counted in env_runners/num_env_step_failures), not the env runner.
+        self.env_runner_cls = FiniteSingleAgentEnvRunner
+        self.restart_failed_sub_environments = True
 
     @override(APPOConfig)
     def training(
@@ -220,6 +232,9 @@ class IMPACTConfig(APPOConfig):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 self._value_error(f"`{name}` ({label}) must be an integer >= 1, got {value!r}")
+        m = self.train_batch_size_per_learner
+        if not isinstance(m, int) or isinstance(m, bool) or m < 1:
+            self._value_error(f"`train_batch_size_per_learner` (M) must be an integer >= 1, got {m!r}")
         freq = self.target_network_update_freq
         if freq is not None and (not isinstance(freq, int) or isinstance(freq, bool) or freq < 1):
             self._value_error(
@@ -264,7 +279,11 @@ class IMPACTConfig(APPOConfig):
             )
         if self.num_aggregator_actors_per_learner > 0:
             self._value_error("IMPACT_EXT does not use aggregator actors: set `num_aggregator_actors_per_learner=0`")
+        check_finite_settings(self)
         super().validate()
+        # RLlib's default networks (its catalog) decide which spaces work: Discrete, Box and
+        # MultiDiscrete actions; vector or (some) image observations.
+        check_default_module_builds(self, env_spaces(self))
 
     @override(APPOConfig)
     def get_default_learner_class(self):
@@ -283,7 +302,7 @@ class IMPACTConfig(APPOConfig):
         return RLModuleSpec(module_class=DefaultAPPOTorchRLModule)
 
 
-class IMPACT(APPO):
+class IMPACT(FiniteParametersGuard, APPO):
     """IMPACT_EXT: IMPACT's Algorithm 1 on RLlib's env runners, learner and Tune.
 
     See the module docstring for the data flow; the loss is in
@@ -350,8 +369,9 @@ class IMPACT(APPO):
         if learner_results:
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
 
-        # Algorithm 1 line 12 / Worker-i line 7: broadcast the weights.
+        # Algorithm 1 line 12 / Worker-i line 7: broadcast the weights (never non-finite ones).
         if rl_module_state is not None:
+            assert_finite_learner_parameters(self, "before broadcasting them to the env runners")
             self._impact_broadcast(rl_module_state, connector_states)
 
     def _impact_sample(self):

@@ -44,10 +44,18 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
 from rllib_ext.common.replay.rules import REPLAY_MODES
+from rllib_ext.common.validation import (
+    CONTINUOUS,
+    KeepsMinusOneSettings,
+    check_finite_settings,
+    check_vector_spaces,
+    env_spaces,
+)
 
 
-class ReFERConfig(AlgorithmConfig):
+class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
     """Settings shared by the paper-003 learners (defaults: App. A, §3).
 
     ReF-ER and replay settings (set through :meth:`training`):
@@ -100,6 +108,10 @@ class ReFERConfig(AlgorithmConfig):
         self.optimizer_kwargs = {}
         self.reward_scale_interval = 1000
         self.torch_num_threads = 1
+        # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
+        # (logged, counted in env_runners/num_env_step_failures), not the env runner.
+        self.env_runner_cls = FiniteSingleAgentEnvRunner
+        self.restart_failed_sub_environments = True
 
     @override(AlgorithmConfig)
     def training(
@@ -168,6 +180,9 @@ class ReFERConfig(AlgorithmConfig):
             self._value_error(f"{self.algo_class.__name__ if isinstance(self.algo_class, type) else self.algo_class} supports `num_learners` 0 or 1 (the replay memory lives in the one Learner), got {self.num_learners}")
         if self.framework_str != "torch":
             self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
+        check_finite_settings(self)
+        # Continuous control with MLPs on state vectors (paper 003 App. A).
+        check_vector_spaces(self, env_spaces(self), actions=(CONTINUOUS,))
 
 
 def _refer_eta(config) -> float:
@@ -183,7 +198,7 @@ def _integer(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-class ReFERAlgorithm(Algorithm):
+class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
     """Algorithm 1 of paper 003 on RLlib's env runners and Learner (see the module docstring)."""
 
     @override(Algorithm)
@@ -208,6 +223,7 @@ class ReFERAlgorithm(Algorithm):
         if results:
             self.metrics.aggregate(results, key=LEARNER_RESULTS)
         if any(o["weights_changed"] for o in outs):
+            assert_finite_learner_parameters(self, "before syncing them to the env runners")
             with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
                 self.env_runner_group.sync_weights(
                     from_worker_or_learner_group=self.learner_group, inference_only=True

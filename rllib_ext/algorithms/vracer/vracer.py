@@ -36,6 +36,14 @@ class VRACERConfig(ReFERConfig):
         super().__init__(algo_class=algo_class or VRACER)
 
     @override(ReFERConfig)
+    def validate(self) -> None:
+        """ReFERConfig's checks plus σ > 0 of the initial policy (``model_config["init_sigma"]``)."""
+        super().validate()
+        sigma = self.model_config.get("init_sigma", 0.2)
+        if not isinstance(sigma, (int, float)) or isinstance(sigma, bool) or not sigma > 0:
+            self._value_error(f"`model_config['init_sigma']` (σ of the initial policy) must be > 0, got {sigma!r}")
+
+    @override(ReFERConfig)
     def get_default_learner_class(self):
         """VRACERTorchLearner (imported lazily)."""
         from rllib_ext.algorithms.vracer.torch.vracer_torch_learner import VRACERTorchLearner

@@ -1,0 +1,156 @@
+"""Run-time guards shared by every rllib_ext algorithm: never train on, or publish, NaN.
+
+* :class:`FiniteParametersGuard`: an Algorithm mixin. After every training iteration it checks
+  that every learner's module parameters are finite and otherwise fails the iteration with a
+  ``FloatingPointError`` naming the algorithm, module and parameter.
+  :func:`assert_finite_learner_parameters` is the same check, for algorithms to call right
+  before they publish learner weights to the env runners.
+* :class:`FiniteSingleAgentEnvRunner`: RLlib's ``SingleAgentEnvRunner`` whose env reports a
+  NaN/inf observation or reward as a failed env step. RLlib then handles it as it handles an
+  env that raises (``restart_failed_sub_environments``): the step failure is logged and counted
+  (``env_runners/num_env_step_failures``), the env is recreated and the unfinished episode is
+  dropped, so no NaN reaches a train batch. RLlib itself does not look at the values.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List
+
+import gymnasium as gym
+import numpy as np
+import torch
+import tree
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.env.env_errors import StepFailedRecreateEnvError
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.common.validation import algo_name
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters.
+# ---------------------------------------------------------------------------------------------
+def nonfinite_parameters(module: torch.nn.Module) -> List[str]:
+    """Names of the parameters of ``module`` holding a NaN or ±inf (one sync in the common case)."""
+    params = list(module.named_parameters())
+    if not params:
+        return []
+    finite = torch.stack([torch.isfinite(p.detach()).all() for _, p in params])
+    if bool(finite.all()):
+        return []
+    return [name for (name, _), ok in zip(params, finite.tolist()) if not ok]
+
+
+def learner_nonfinite_parameters(learner) -> Dict[str, List[str]]:
+    """{module id: non-finite parameter names} of a Learner's modules (runs where the Learner is)."""
+    out = {}
+    for module_id in learner.module.keys():
+        module = learner.module[module_id]
+        bad = nonfinite_parameters(module) if isinstance(module, torch.nn.Module) else []
+        if bad:
+            out[module_id] = bad
+    return out
+
+
+def assert_finite_learner_parameters(algo: Algorithm, when: str = "after the training iteration") -> None:
+    """Raises FloatingPointError if any learner of ``algo`` holds a non-finite parameter.
+
+    Args:
+        algo: The algorithm (its ``learner_group`` is checked, local or remote Learners).
+        when: Where in the loop the check runs, for the message.
+
+    Raises:
+        FloatingPointError: Naming the algorithm, the module and its non-finite parameters.
+    """
+    bad: Dict[str, List[str]] = {}
+    for result in algo.learner_group.foreach_learner(learner_nonfinite_parameters):
+        for module_id, names in result.get().items():
+            known = bad.setdefault(module_id, [])
+            known += [n for n in names if n not in known]
+    if bad:
+        where = "; ".join(f"module {mid!r}: parameter(s) {', '.join(map(repr, names))}" for mid, names in bad.items())
+        raise FloatingPointError(
+            f"{algo_name(algo)}: non-finite (NaN/inf) weights {when} — {where}. The iteration fails "
+            "instead of publishing them to the env runners; lower the learning rate (or clip "
+            "gradients), check the env's observations and rewards, and restore the last checkpoint."
+        )
+
+
+class FiniteParametersGuard:
+    """Algorithm mixin: every training iteration ends with :func:`assert_finite_learner_parameters`.
+
+    Put it first among the bases: ``class IMPACT(FiniteParametersGuard, APPO)``.
+    """
+
+    @override(Algorithm)
+    def step(self):
+        results = super().step()
+        assert_finite_learner_parameters(self)
+        return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Env values.
+# ---------------------------------------------------------------------------------------------
+class NonFiniteEnvStepError(StepFailedRecreateEnvError):
+    """The env returned a NaN/inf observation or reward (RLlib recreates the env, drops the episode)."""
+
+
+def _first_nonfinite(what: str, value: Any):
+    for leaf in tree.flatten(value):
+        arr = np.asarray(leaf)
+        if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+            return f"non-finite {what}: {arr.tolist() if arr.size <= 8 else arr.shape}"
+    return None
+
+
+class FiniteValuesWrapper(gym.vector.VectorWrapper):
+    """Raises :class:`NonFiniteEnvStepError` for a NaN/inf observation (reset, step) or reward."""
+
+    def _check(self, where: str, obs, rewards=None) -> None:
+        problem = _first_nonfinite("observation", obs) or (
+            _first_nonfinite("reward", rewards) if rewards is not None else None
+        )
+        if problem:
+            logger.warning("rllib_ext: env %s returned a %s; dropping the episode and recreating the env", where, problem)
+            raise NonFiniteEnvStepError(f"env {where} returned a {problem}")
+
+    @override(gym.vector.VectorWrapper)
+    def reset(self, *, seed=None, options=None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self._check("reset()", obs)
+        return obs, infos
+
+    @override(gym.vector.VectorWrapper)
+    def step(self, actions):
+        obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
+        self._check("step()", obs, rewards)
+        return obs, rewards, terminateds, truncateds, infos
+
+
+class FiniteSingleAgentEnvRunner(SingleAgentEnvRunner):
+    """RLlib's SingleAgentEnvRunner with :class:`FiniteValuesWrapper` around its (vector) env.
+
+    Use with ``restart_failed_sub_environments=True`` (the default of the rllib_ext configs that
+    use this runner): a non-finite value then costs the episode, not the runner.
+
+    Also fixes a replay loop of RLlib 2.60: a recreated env is reset with the runner's seed
+    again, so a seeded run of a deterministic env replays the failing episode forever. Each
+    recreation here moves the seed on (deterministically).
+    """
+
+    @override(SingleAgentEnvRunner)
+    def make_env(self) -> None:
+        recreated = self.env is not None
+        super().make_env()
+        self.env = FiniteValuesWrapper(self.env)
+        if recreated and self._seed is not None:
+            self._seed += _RECREATED_ENV_SEED_STRIDE
+
+
+# Seed offset per env recreation (runner seeds are config.seed + worker index: no collisions).
+_RECREATED_ENV_SEED_STRIDE = 10_007

@@ -1,0 +1,208 @@
+"""Config checks shared by every rllib_ext algorithm's ``validate()`` (before any actor starts).
+
+* :func:`check_finite_settings`: a NaN or ±inf anywhere in a numeric setting (``lr``,
+  ``gamma``, ``optimizer_kwargs``, ``model_config``, schedules ...) is one clear error naming
+  the setting; range checks such as ``x <= 0`` let NaN through, this does not.
+* :func:`env_spaces`: the observation and action spaces of ``config.env``, read from one env
+  built on the driver (:func:`make_single_env`, resolved as RLlib resolves it), so that an
+  algorithm can reject a space it cannot take (a Discrete action space given to a
+  continuous-control method, a Dict or image observation given to an MLP) at ``build_algo()``
+  and in ``rllib train``, instead of failing inside every env runner actor.
+* :func:`check_vector_spaces`: the common case, 1-d Box observations and the action kinds an
+  algorithm supports.
+* :func:`check_default_module_builds`: for algorithms on RLlib's default networks (IMPACT),
+  RLlib's own catalog decides which spaces work; the module is built once on the driver.
+* :class:`KeepsMinusOneSettings`: a config mixin; without it ``build_algo()`` silently replaces
+  a setting of -1 (σ = -1, N = -1) by its default instead of rejecting it.
+* :func:`algo_name`: the registered name (``IMPACT_EXT``) of a config's or algorithm's class,
+  for messages.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import gymnasium as gym
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.env.env_context import EnvContext
+from ray.rllib.utils.annotations import override
+from ray.tune.registry import ENV_CREATOR, _global_registry
+
+#: Action kinds for :func:`check_vector_spaces`.
+DISCRETE, CONTINUOUS = "discrete", "continuous"
+# Settings that are not hyperparameters of the algorithm (the env's own arguments) or where
+# infinity is a legitimate value (timeouts).
+_FINITE_CHECK_SKIPPED = ("env_config",)
+
+
+def algo_name(config_or_cls: Any) -> str:
+    """The registered name of an algorithm (``"IMPACT_EXT"``), else its class name.
+
+    Args:
+        config_or_cls: An AlgorithmConfig (its ``algo_class``), an Algorithm class or instance.
+    """
+    from rllib_ext.registry import ALGORITHMS
+
+    cls = config_or_cls.algo_class if isinstance(config_or_cls, AlgorithmConfig) else config_or_cls
+    if isinstance(cls, str):
+        return cls
+    if not isinstance(cls, type):
+        cls = type(cls)
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    for name, spec in ALGORITHMS.items():
+        if spec.algo_path == path:
+            return name
+    return cls.__name__
+
+
+class KeepsMinusOneSettings:
+    """AlgorithmConfig mixin: ``get_state()`` keeps the settings that equal -1.
+
+    RLlib 2.60's ``AlgorithmConfig.get_state()`` drops every attribute equal to -1 (its
+    ``DEPRECATED_VALUE`` sentinel), and ``build_algo()`` rebuilds the config from that state, so a
+    user's ``noise_stdev=-1`` would silently become the default 0.02 instead of failing
+    ``validate()``. Put it first among the bases: ``class XConfig(KeepsMinusOneSettings, AlgorithmConfig)``.
+    """
+
+    @override(AlgorithmConfig)
+    def get_state(self) -> Dict[str, Any]:
+        state = super().get_state()
+        for key, value in vars(self).items():
+            if key not in state and key not in ("algo_class", "_is_frozen") and _is_minus_one(value):
+                state[key] = value
+        return state
+
+
+def _is_minus_one(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == -1
+
+
+# ---------------------------------------------------------------------------------------------
+# Finite settings.
+# ---------------------------------------------------------------------------------------------
+def _walk(name: str, value: Any, depth: int = 0) -> Iterator[Tuple[str, Any]]:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, float):
+        yield name, value
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _walk(f"{name}[{i}]", item, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(f"{name}[{key!r}]", item, depth + 1)
+
+
+def nonfinite_settings(config: AlgorithmConfig) -> List[Tuple[str, float]]:
+    """(setting, value) of every NaN/±inf float in the config's settings (nested ones too).
+
+    Timeouts (a setting whose name contains ``timeout``) may be +inf; ``env_config`` belongs to
+    the env and is not checked.
+    """
+    bad = []
+    for attr, value in vars(config).items():
+        name = attr.lstrip("_")
+        if name in _FINITE_CHECK_SKIPPED or callable(value):
+            continue
+        for path, x in _walk(name, value):
+            if math.isnan(x) or (math.isinf(x) and not (x > 0 and "timeout" in name)):
+                bad.append((path, x))
+    return bad
+
+
+def check_finite_settings(config: AlgorithmConfig) -> None:
+    """One ``config._value_error`` naming every NaN/inf setting (see :func:`nonfinite_settings`)."""
+    bad = nonfinite_settings(config)
+    if bad:
+        listed = ", ".join(f"`{name}` = {value!r}" for name, value in bad)
+        config._value_error(f"{algo_name(config)}: settings must be finite numbers, got {listed}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Env spaces.
+# ---------------------------------------------------------------------------------------------
+def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers: int = 0) -> gym.Env:
+    """One (non-vectorized) env, resolved like RLlib does: Tune-registered name, then gymnasium id."""
+    env_ctx = EnvContext(dict(config.env_config or {}), worker_index=worker_index, num_workers=num_workers)
+    if isinstance(config.env, str) and _global_registry.contains(ENV_CREATOR, config.env):
+        return _global_registry.get(ENV_CREATOR, config.env)(env_ctx)
+    if callable(config.env):
+        return config.env(env_ctx)
+    return gym.make(config.env, **dict(config.env_config or {}))
+
+
+def env_spaces(config: AlgorithmConfig) -> Optional[Tuple[gym.Space, gym.Space]]:
+    """(observation space, action space) the algorithm will see, or None when there is nothing to check.
+
+    Spaces set with ``config.environment(observation_space=..., action_space=...)`` win (as in
+    RLlib); otherwise one env is built on the driver and closed. None without an env, and for
+    the evaluation copy of a config (its env is the same; the check runs once per build).
+
+    Raises (through ``config._value_error``) ValueError naming the env if it cannot be created.
+    """
+    if config.env is None or config.in_evaluation:
+        return None
+    obs_space, act_space = config.observation_space, config.action_space
+    if obs_space is None or act_space is None:
+        try:
+            env = make_single_env(config)
+        except Exception as e:  # noqa: BLE001 - reported as a config error naming the env
+            config._value_error(f"{algo_name(config)}: cannot create env {config.env!r}: {type(e).__name__}: {e}")
+            return None
+        try:
+            obs_space = obs_space or env.observation_space
+            act_space = act_space or env.action_space
+        finally:
+            env.close()
+    return obs_space, act_space
+
+
+def is_vector_box(space: gym.Space) -> bool:
+    """A 1-d Box (a state vector, or a vector of continuous actions)."""
+    return isinstance(space, gym.spaces.Box) and len(space.shape) == 1
+
+
+def check_vector_spaces(
+    config: AlgorithmConfig, spaces: Optional[Tuple[gym.Space, gym.Space]], actions: Sequence[str]
+) -> None:
+    """Rejects what an MLP-on-state-vector algorithm cannot take, naming the env and the space.
+
+    Args:
+        config: The config being validated (errors go through its ``_value_error``).
+        spaces: :func:`env_spaces`' result (None: nothing to check).
+        actions: Supported action kinds: :data:`DISCRETE` (``Discrete``) and/or
+            :data:`CONTINUOUS` (a 1-d ``Box``).
+    """
+    if spaces is None:
+        return
+    obs_space, act_space = spaces
+    name = algo_name(config)
+    if not is_vector_box(obs_space):
+        config._value_error(
+            f"{name} needs a 1-d Box observation space (a state vector); env {config.env!r} has {obs_space}"
+        )
+    kinds = {DISCRETE: isinstance(act_space, gym.spaces.Discrete), CONTINUOUS: is_vector_box(act_space)}
+    if not any(kinds[k] for k in actions):
+        wanted = " or ".join({DISCRETE: "a Discrete", CONTINUOUS: "a continuous (1-d Box)"}[k] for k in actions)
+        config._value_error(f"{name} needs {wanted} action space; env {config.env!r} has {act_space}")
+
+
+def check_default_module_builds(config: AlgorithmConfig, spaces: Optional[Tuple[gym.Space, gym.Space]]) -> None:
+    """Builds the (inference) RLModule on the driver: RLlib's catalog rejects spaces it cannot take.
+
+    Skipped when a custom env-to-module connector may change the observation space.
+    """
+    if spaces is None or config._env_to_module_connector is not None:
+        return
+    obs_space, act_space = spaces
+    try:
+        spec = config.get_rl_module_spec(spaces={DEFAULT_MODULE_ID: spaces}, inference_only=True)
+        spec.build()
+    except Exception as e:  # noqa: BLE001 - reported as one config error naming the spaces
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        config._value_error(
+            f"{algo_name(config)} cannot take env {config.env!r} (observation space {obs_space}, "
+            f"action space {act_space}): {first}"
+        )
