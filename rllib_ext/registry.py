@@ -99,6 +99,13 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
             "002",
             "ES with a policy-gradient control variate (Eq. 8): adaptive eta (Eq. 9) and gamma (App. C.1)",
         ),
+        AlgoSpec(
+            "TD3_EXT",
+            "rllib_ext.algorithms.td3.td3:TD3",
+            "rllib_ext.algorithms.td3.td3:TD3Config",
+            "001",
+            "TD3: twin critics, target policy smoothing, delayed actor updates (the RL part of AES-RL)",
+        ),
     ]
 }
 

@@ -1,0 +1,273 @@
+"""TD3_EXT: TD3 (Fujimoto et al. 2018) on RLlib's new API stack, as used by AES-RL (paper 001).
+
+Fujimoto, van Hoof & Meger, "Addressing Function Approximation Error in Actor-Critic Methods"
+(ICML 2018) is the RL part of AES-RL (``../shared/papers/001_6bf500f1c5f7a9b5.txt``); this is
+its synchronous baseline. Networks (App. A): a 400-300 tanh actor with a tanh output mapped
+onto the action bounds, and twin 400-300 leaky-ReLU critics. Hyperparameters (App. C, CEM-RL,
+TD3): Adam 1e-3 for both, B 100, γ 0.99, τ 0.005, target smoothing σ 0.2 clipped at 0.5,
+actor and targets updated every 2nd critic step, Gaussian exploration noise 0.1, replay
+capacity 2e5 in paper 001 (TD3: 1e6, the default here), ``initial_steps`` of uniform random
+actions (TD3: 10000 on MuJoCo). ``configs/td3.yaml`` holds the paper's values.
+
+Data flow per :meth:`TD3.training_step`:
+
+1. RLlib's env runners (``SingleAgentEnvRunner``) sample ``rollout_fragment_length`` steps
+   each: uniform random actions while the lifetime env-step count (RLlib's
+   ``num_env_steps_sampled_lifetime``, known exactly on the driver) is below ``initial_steps``
+   (``random_actions=True``), then π(s) plus Gaussian noise (:mod:`.td3_rl_module`).
+2. The episode chunks go to the Learner (:mod:`.td3_learner`), which turns them into
+   transitions in its :class:`~rllib_ext.common.replay.TransitionBuffer` and takes
+   ``updates_per_env_step`` TD3 iterations per env step stored after ``initial_steps``
+   (:class:`~rllib_ext.common.td3.TD3Updater`: critic every iteration, actor and targets every
+   ``policy_delay``-th).
+3. The actor's weights go back to the env runners (after a check that no parameter is NaN/inf;
+   an env step returning NaN/inf is dropped with its episode, :mod:`rllib_ext.common.guards`).
+
+The env runners act with an actor at most one ``training_step`` old (TD3 acts with the newest).
+
+Metrics: ``learners/default_policy/{critic_loss, actor_loss, q_mean, target_q_mean}`` (means
+over the last ``training_step``'s iterations; ``q_mean`` averages Q_θ1 and Q_θ2 on the
+minibatch) and ``learners/__all_modules__/{replay_size, num_updates_lifetime,
+num_env_steps_stored_lifetime}``; env steps under RLlib's keys (``num_env_steps_sampled_lifetime``,
+Tune's ``timesteps_total``).
+
+Checkpoints hold the networks and their targets, both Adam states, the update and env-step
+counters and the smoothing-noise generator; the replay contents only with
+``checkpoint_replay=True`` (default False).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import numpy as np
+from typing_extensions import Self
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+
+from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.td3 import PAPER_HIDDENS
+from rllib_ext.common.validation import CONTINUOUS, algo_name, check_finite_settings, check_vector_spaces, env_spaces
+
+
+class TD3Config(AlgorithmConfig):
+    """TD3_EXT's configuration. Defaults: TD3 (Fujimoto et al. 2018) and paper 001 App. A/C.
+
+    TD3 settings (set through :meth:`training`):
+        actor_lr: Adam learning rate of the actor; 1e-3 (``lr`` is not used).
+        critic_lr: Adam learning rate of the twin critics; 1e-3.
+        tau: τ of the soft target updates θ' ← τθ + (1 − τ)θ'; 0.005.
+        policy_noise: σ of the target policy smoothing noise, in action half-ranges; 0.2.
+        noise_clip: c, the clip of that noise, in half-ranges; 0.5.
+        policy_delay: d, critic updates per actor (and target) update; 2.
+        action_noise: σ of the Gaussian exploration noise, in half-ranges (paper 001's
+            a_noise, App. C.2; TD3's expl_noise); 0.1.
+        initial_steps: Env steps (lifetime, all runners) of uniform random actions before the
+            policy acts and the first update; TD3's start_timesteps, 10000.
+        replay_capacity: Transitions kept (FIFO); 1e6 (TD3); paper 001 uses 2e5.
+        updates_per_env_step: TD3 iterations per env step stored after ``initial_steps``; 1.
+        checkpoint_replay: Whether checkpoints include the replay buffer's contents (False: a
+            restored algorithm refills ``train_batch_size_per_learner`` transitions, with the
+            policy, before its next update; the networks, targets, optimizers and counters are
+            always kept). Up to ``replay_capacity`` × (2·obs_dim + act_dim + 2) float32s.
+        torch_num_threads: torch threads of the Learner's process (1, as for the paper-003
+            learners: more threads contend with the env runners on a small machine; the local
+            Learner shares the driver's process); None leaves torch's default.
+
+    Networks: ``model_config["fcnet_hiddens"]``, the hidden sizes of the actor and of each
+    critic: [400, 300] (App. A; [256, 256] for Humanoid); activations are App. A's (tanh actor,
+    leaky-ReLU critics).
+
+    RLlib settings with TD3's values: ``gamma`` 0.99, ``train_batch_size_per_learner`` 100 (App.
+    C / CEM-RL; TD3's later code uses 256), ``rollout_fragment_length`` 20 (env steps per
+    runner per ``training_step``), ``num_env_runners`` 0 (the local runner samples),
+    ``normalize_actions``/``clip_actions`` off (the actor maps onto the bounds itself).
+    """
+
+    def __init__(self, algo_class=None):
+        """TD3 / paper 001 defaults."""
+        super().__init__(algo_class=algo_class or TD3)
+        self.gamma = 0.99
+        self.train_batch_size_per_learner = 100
+        self.rollout_fragment_length = 20
+        self.num_env_runners = 0
+        self.num_learners = 0
+        self.min_sample_timesteps_per_iteration = 1000
+        self.normalize_actions = False
+        self.clip_actions = False
+        self.actor_lr = 1e-3
+        self.critic_lr = 1e-3
+        self.tau = 0.005
+        self.policy_noise = 0.2
+        self.noise_clip = 0.5
+        self.policy_delay = 2
+        self.action_noise = 0.1
+        self.initial_steps = 10_000
+        self.replay_capacity = 1_000_000
+        self.updates_per_env_step = 1.0
+        self.checkpoint_replay = False
+        self.torch_num_threads = 1
+        self.env_runner_cls = FiniteSingleAgentEnvRunner  # NaN/inf env steps: episode dropped (common.guards)
+        self.restart_failed_sub_environments = True
+
+    @override(AlgorithmConfig)
+    def training(
+        self,
+        *,
+        actor_lr: Optional[float] = NotProvided,
+        critic_lr: Optional[float] = NotProvided,
+        tau: Optional[float] = NotProvided,
+        policy_noise: Optional[float] = NotProvided,
+        noise_clip: Optional[float] = NotProvided,
+        policy_delay: Optional[int] = NotProvided,
+        action_noise: Optional[float] = NotProvided,
+        initial_steps: Optional[int] = NotProvided,
+        replay_capacity: Optional[int] = NotProvided,
+        updates_per_env_step: Optional[float] = NotProvided,
+        checkpoint_replay: Optional[bool] = NotProvided,
+        torch_num_threads: Optional[int] = NotProvided,
+        **kwargs,
+    ) -> Self:
+        """Sets TD3's settings (see the class docstring) and RLlib's training settings.
+
+        Returns:
+            This updated config.
+        """
+        super().training(**kwargs)
+        provided = dict(
+            actor_lr=actor_lr, critic_lr=critic_lr, tau=tau, policy_noise=policy_noise, noise_clip=noise_clip,
+            policy_delay=policy_delay, action_noise=action_noise, initial_steps=initial_steps,
+            replay_capacity=replay_capacity, updates_per_env_step=updates_per_env_step,
+            checkpoint_replay=checkpoint_replay, torch_num_threads=torch_num_threads,
+        )
+        for name, value in provided.items():
+            if value is not NotProvided:
+                setattr(self, name, value)
+        return self
+
+    @property
+    @override(AlgorithmConfig)
+    def _model_config_auto_includes(self) -> Dict[str, Any]:
+        return super()._model_config_auto_includes | {
+            "fcnet_hiddens": list(PAPER_HIDDENS),  # App. A; override with .rl_module(model_config=...)
+            "action_noise": self.action_noise,
+        }
+
+    @override(AlgorithmConfig)
+    def validate(self) -> None:
+        """One clear error per bad setting and for non-continuous envs, before any actor starts."""
+        super().validate()
+        check_finite_settings(self)
+        for name in ("actor_lr", "critic_lr", "updates_per_env_step"):
+            if not _number(getattr(self, name)) or getattr(self, name) <= 0:
+                self._value_error(f"`{name}` must be > 0, got {getattr(self, name)!r}")
+        if not _number(self.tau) or not 0.0 < self.tau <= 1.0:
+            self._value_error(f"`tau` must be in (0, 1], got {self.tau!r}")
+        if not _number(self.gamma) or not 0.0 <= self.gamma <= 1.0:
+            self._value_error(f"`gamma` must be in [0, 1], got {self.gamma!r}")
+        for name in ("policy_noise", "noise_clip", "action_noise"):
+            if not _number(getattr(self, name)) or getattr(self, name) < 0:
+                self._value_error(f"`{name}` must be >= 0, got {getattr(self, name)!r}")
+        if not _integer(self.policy_delay) or self.policy_delay < 1:
+            self._value_error(f"`policy_delay` must be an integer >= 1, got {self.policy_delay!r}")
+        if not _integer(self.initial_steps) or self.initial_steps < 0:
+            self._value_error(f"`initial_steps` must be an integer >= 0, got {self.initial_steps!r}")
+        if not _integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
+            self._value_error(
+                f"`train_batch_size_per_learner` must be an integer >= 1, got {self.train_batch_size_per_learner!r}"
+            )
+        elif not _integer(self.replay_capacity) or self.replay_capacity < self.train_batch_size_per_learner:
+            self._value_error(
+                f"`replay_capacity` must be an integer >= train_batch_size_per_learner "
+                f"({self.train_batch_size_per_learner}), got {self.replay_capacity!r}"
+            )
+        hiddens = self.model_config.get("fcnet_hiddens")
+        if not isinstance(hiddens, (list, tuple)) or not hiddens or not all(_integer(h) and h > 0 for h in hiddens):
+            self._value_error(f"`model_config['fcnet_hiddens']` must be a non-empty list of positive integers, got {hiddens!r}")
+        if not isinstance(self.checkpoint_replay, bool):
+            self._value_error(f"`checkpoint_replay` must be True or False, got {self.checkpoint_replay!r}")
+        if self.torch_num_threads is not None and (not _integer(self.torch_num_threads) or self.torch_num_threads < 1):
+            self._value_error(f"`torch_num_threads` must be None or an integer >= 1, got {self.torch_num_threads!r}")
+        if self.normalize_actions:
+            self._value_error(
+                f"{algo_name(self)} maps its actions onto the Box bounds itself (and stores them in env units); "
+                "set `normalize_actions=False`"
+            )
+        if self.num_learners > 1:
+            self._value_error(f"{algo_name(self)} supports `num_learners` 0 or 1 (the replay lives in the one Learner), got {self.num_learners}")
+        if self.framework_str != "torch":
+            self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
+        spaces = env_spaces(self)
+        check_vector_spaces(self, spaces, actions=(CONTINUOUS,))
+        if spaces is not None and not (np.all(np.isfinite(spaces[1].low)) and np.all(np.isfinite(spaces[1].high))):
+            self._value_error(f"{algo_name(self)} needs finite action bounds; env {self.env!r} has {spaces[1]}")
+
+    @override(AlgorithmConfig)
+    def get_default_learner_class(self):
+        """TD3TorchLearner (imported lazily)."""
+        from rllib_ext.algorithms.td3.torch.td3_torch_learner import TD3TorchLearner
+
+        return TD3TorchLearner
+
+    @override(AlgorithmConfig)
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        """TD3TorchRLModule (imported lazily)."""
+        from rllib_ext.algorithms.td3.td3_rl_module import TD3TorchRLModule
+
+        return RLModuleSpec(module_class=TD3TorchRLModule)
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _integer(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+class TD3(FiniteParametersGuard, Algorithm):
+    """TD3_EXT (see the module docstring)."""
+
+    @classmethod
+    @override(Algorithm)
+    def get_default_config(cls) -> TD3Config:
+        """TD3 / paper 001 defaults."""
+        return TD3Config()
+
+    @override(Algorithm)
+    def training_step(self) -> None:
+        """Samples (random actions during ``initial_steps``), updates in the Learner, syncs the actor."""
+        sampled = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            episodes, env_runner_results = synchronous_parallel_sample(
+                worker_set=self.env_runner_group,
+                concat=True,
+                sample_timeout_s=self.config.sample_timeout_s,
+                random_actions=sampled < self.config.initial_steps,
+                _uses_new_env_runners=True,
+                _return_metrics=True,
+            )
+        self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
+
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            outs = [
+                r.get() for r in self.learner_group.foreach_learner(lambda learner, _e=episodes: learner.td3_train(_e))
+            ]
+        self.metrics.aggregate([o["results"] for o in outs], key=LEARNER_RESULTS)
+        if any(o["num_updates"] > 0 for o in outs):
+            assert_finite_learner_parameters(self, "before syncing them to the env runners")
+            with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+                self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
