@@ -80,6 +80,14 @@ def parse_json_dict(text: Optional[str], option: str) -> Dict[str, Any]:
     return value
 
 
+def parse_config_options(values: Optional[List[str]]) -> Dict[str, Any]:
+    """Merges repeated ``--config`` options (JSON or @FILE.yaml) in order; later keys win."""
+    merged: Dict[str, Any] = {}
+    for text in values or []:
+        merged.update(parse_json_dict(text, "--config"))
+    return merged
+
+
 def resolve_algorithm(name: str):
     """Returns the Algorithm class for ``name`` (rllib_ext or RLlib built-in) or raises CLIError."""
     from rllib_ext import registry
@@ -288,7 +296,7 @@ def run_experiment(
 # ---------------------------------------------------------------------------------------------
 def cmd_train(args) -> int:
     algo_cls = resolve_algorithm(args.algo)
-    overrides = parse_json_dict(args.config, "--config")
+    overrides = parse_config_options(args.config)
     stop = parse_json_dict(args.stop, "--stop")
     config = build_config(
         algo_cls, args.env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
@@ -332,7 +340,7 @@ def load_experiments(path: str) -> List[Tuple[str, Dict[str, Any]]]:
 def cmd_train_file(args) -> int:
     experiments = load_experiments(args.file)
     stop_override = parse_json_dict(args.stop, "--stop")
-    config_override = parse_json_dict(args.config, "--config")
+    config_override = parse_config_options(args.config)
     prepared = []
     for exp_name, exp in experiments:
         algo_cls = resolve_algorithm(str(exp["run"]))
@@ -472,7 +480,9 @@ def cmd_plot(args) -> int:
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
-        help="config overrides: a JSON object like '{\"lr\": 0.001}', or @FILE.yaml (e.g. @configs/es.yaml)",
+        action="append",
+        help="config overrides: a JSON object like '{\"lr\": 0.001}', or @FILE.yaml (e.g. @configs/es.yaml); "
+        "may be repeated, later ones win (--config @configs/cemrl.yaml --config '{\"mode\": \"parallel\"}')",
     )
     p.add_argument("--stop", help="JSON stop criteria, e.g. '{\"training_iteration\": 10}'")
     p.add_argument("--num-samples", type=int, default=1, help="Tune samples per experiment")

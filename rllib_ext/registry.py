@@ -106,6 +106,20 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
             "001",
             "TD3: twin critics, target policy smoothing, delayed actor updates (the RL part of AES-RL)",
         ),
+        AlgoSpec(
+            "AESRL_EXT",
+            "rllib_ext.algorithms.aesrl.aesrl:AESRL",
+            "rllib_ext.algorithms.aesrl.aesrl:AESRLConfig",
+            "001",
+            "asynchronous ES + TD3: per-individual mean/variance rules (Eq. 4-12), p_rl control (Eq. 3), parallel critic",
+        ),
+        AlgoSpec(
+            "CEMRL_EXT",
+            "rllib_ext.algorithms.cemrl.cemrl:CEMRL",
+            "rllib_ext.algorithms.cemrl.cemrl:CEMRLConfig",
+            "001",
+            "CEM-RL (sep-CEM + TD3, synchronous generations): mode serial (CEM-RL) or parallel (P-CEM-RL)",
+        ),
     ]
 }
 

@@ -289,3 +289,9 @@ def test_model_config_override_reaches_the_rl_module():
 
     config = cli.build_config(PPO, "CartPole-v1", {"model_config": {"fcnet_hiddens": [7, 5]}, "lr": 0.01})
     assert config.model_config["fcnet_hiddens"] == [7, 5] and config.lr == 0.01
+
+
+def test_repeated_config_options_merge_in_order():
+    merged = cli.parse_config_options([f"@{REPO}/configs/cemrl.yaml", '{"mode": "parallel", "population_size": 6}'])
+    assert merged["mode"] == "parallel" and merged["population_size"] == 6 and merged["rl_population"] == 5
+    assert cli.parse_config_options(None) == {}

@@ -196,6 +196,11 @@ class ERLConfig(BlackBoxConfig):
             self._value_error(f"{self.env!r}: TD3-based ERL needs a 1-d Box (continuous) action space, got {space}")
 
 
+def _writable(data: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """Copies of object-store arrays (read-only; torch warns when wrapping them)."""
+    return {k: np.array(v) for k, v in data.items()}
+
+
 # ---------------------------------------------------------------------------------------------
 # Env runner.
 # ---------------------------------------------------------------------------------------------
@@ -246,12 +251,12 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         """An RL individual: ``steps`` TD3 actor steps from z against fixed critic weights."""
         upd = self._td3()
         self.module.set_flat(z)
-        upd.critic.load_state_dict({k: torch.as_tensor(v) for k, v in critic_state.items()})
+        upd.critic.load_state_dict({k: torch.tensor(v) for k, v in critic_state.items()})
         upd.actor_optimizer = torch.optim.Adam(upd.actor.parameters(), lr=float(self.config.actor_lr))  # fresh
         chunk, batch, done, losses = int(self.config.replay_sample_chunk), int(self.config.rl_batch_size), 0, []
         while done < steps:
             n = min(chunk, steps - done)
-            data = ray.get(self._replay.sample.remote(batch, num_batches=n))
+            data = _writable(ray.get(self._replay.sample.remote(batch, num_batches=n)))
             for i in range(n):
                 losses.append(upd.actor_step(data["obs"][i])["actor_loss"])
             done += n
@@ -365,7 +370,7 @@ class CriticWorker:
         chunk, done, stats = int(self.settings["replay_sample_chunk"]), 0, []
         while done < steps:
             n = min(chunk, steps - done)
-            data = ray.get(self.replay.sample.remote(batch, num_batches=n))
+            data = _writable(ray.get(self.replay.sample.remote(batch, num_batches=n)))
             for i in range(n):
                 stats.append(upd.critic_step({k: v[i] for k, v in data.items()}))
                 if upd.num_critic_steps % upd.policy_delay == 0:

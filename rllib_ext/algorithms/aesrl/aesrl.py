@@ -56,6 +56,20 @@ from rllib_ext.common.blackbox import BLACKBOX
 from rllib_ext.common.erl import ERLAlgorithm, ERLConfig
 
 MEAN_FITNESS = ("reevaluate", "interpolate")
+# Paper 001 Table 5: the range r (fixed-range rules) and the baseline magnitude |f_b| (baseline
+# rules: +|f_b| relative, −|f_b| absolute) per task, "about 1/6 of the maximum reward" (App. C).
+# Keys match the env id's prefix (HalfCheetah-v2 in the paper, -v5 here).
+TABLE_5 = {"HalfCheetah": 2000.0, "Hopper": 600.0, "Walker2d": 860.0, "Ant": 960.0, "Swimmer": 48.0, "Humanoid": 960.0}
+# App. C: p_desired 0.5 for every task but Swimmer (0.1: RL gradients are deceptive there).
+P_DESIRED = {"Swimmer": 0.1}
+
+
+def _table_lookup(table, env, default=None):
+    name = env if isinstance(env, str) else ""
+    for prefix, value in table.items():
+        if name.split("/")[-1].startswith(prefix):
+            return value
+    return default
 # Fail loudly if no env runner is healthy for this long.
 NO_RUNNER_TIMEOUT_S = 120.0
 
@@ -68,12 +82,15 @@ class AESRLConfig(ERLConfig):
             ``baseline_absolute`` | ``baseline_relative`` (default; §3.3).
         variance_rule: ``success_rule`` | ``online_fixed`` | ``online_adaptive`` (default) |
             ``elite`` (with ``rank`` only; §3.4).
-        fixed_range: r (Eq. 6, 8; Table 5: ~1/6 of the best return, HalfCheetah 2000).
-        fitness_baseline: f_b (Eq. 9, 10; Table 5: relative +r, absolute −r).
+        fixed_range: r (Eq. 6, 8); ``"auto"`` (default): Table 5's value for the env
+            (:data:`TABLE_5`, HalfCheetah 2000 … Swimmer 48); other envs must set it ("about 1/6
+            of the maximum reward", App. C).
+        fitness_baseline: f_b (Eq. 9, 10); ``"auto"``: Table 5's, +r for ``baseline_relative``
+            and −r for ``baseline_absolute``.
         p_positive, p_negative: p_sg (Eq. 7; App. C: p_negative 0).
         online_n: n of ``online_fixed``; rank_population: n of ``rank``.
         success_window, success_threshold (1/5), success_factor: the 1/5 rule.
-        k_rl: K_rl, the P gain of Eq. (3) (50); p_desired: 0.5 (Swimmer 0.1).
+        k_rl: K_rl, the P gain of Eq. (3) (50); p_desired: ``"auto"``: 0.5, Swimmer 0.1 (App. C).
         mean_fitness, mean_eval_episodes, mean_eval_interval: how f(μ) is estimated (module
             docstring).
         critic_steps_per_call: critic steps per call to the critic worker (the reference's
@@ -84,8 +101,8 @@ class AESRLConfig(ERLConfig):
         super().__init__(algo_class=algo_class or AESRL)
         self.mean_rule = "baseline_relative"
         self.variance_rule = "online_adaptive"
-        self.fixed_range = 2000.0
-        self.fitness_baseline = 2000.0
+        self.fixed_range = "auto"
+        self.fitness_baseline = "auto"
         self.p_positive = 1.0
         self.p_negative = 0.0
         self.online_n = 10.0
@@ -94,7 +111,7 @@ class AESRLConfig(ERLConfig):
         self.success_threshold = 0.2
         self.success_factor = 0.85
         self.k_rl = 50.0
-        self.p_desired = 0.5
+        self.p_desired = "auto"
         self.mean_fitness = "reevaluate"
         self.mean_eval_episodes = 5
         self.mean_eval_interval = 0
@@ -144,14 +161,28 @@ class AESRLConfig(ERLConfig):
                 self._value_error(f"unknown {name} {getattr(self, name)!r}; valid: {', '.join(valid)}")
         if self.variance_rule == "elite" and self.mean_rule != "rank":
             self._value_error("variance_rule 'elite' is the rank rule's own variance: use it with mean_rule 'rank'")
-        for name in ("fixed_range", "fitness_baseline", "online_n", "success_factor", "k_rl", "critic_steps_per_env_step"):
-            v = getattr(self, name)
+        uses_range = self.mean_rule in ("fixed_linear", "fixed_sigmoid", "baseline_absolute", "baseline_relative")
+        if uses_range and (self.effective_fixed_range is None or self.effective_fitness_baseline is None):
+            self._value_error(
+                f"{self.env!r} has no Table 5 value: set fixed_range and fitness_baseline for the {self.mean_rule} "
+                f"rule (paper 001 App. C: about 1/6 of the maximum return)"
+            )
+        for name, v in (("fixed_range", self.effective_fixed_range), ("online_n", self.online_n),
+                        ("success_factor", self.success_factor), ("k_rl", self.k_rl),
+                        ("critic_steps_per_env_step", self.critic_steps_per_env_step)):
+            if v is None and name == "fixed_range":
+                continue
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 self._value_error(f"{name} must be a finite number > 0, got {v!r}")
         if not 0 < self.success_factor <= 1:
             self._value_error(f"success_factor must be in (0, 1], got {self.success_factor!r}")
-        for name in ("p_positive", "p_negative", "p_desired", "success_threshold"):
-            v = getattr(self, name)
+        fb = self.effective_fitness_baseline
+        if fb is not None and not (isinstance(fb, (int, float)) and np.isfinite(fb)):
+            self._value_error(f"fitness_baseline must be a finite number or 'auto', got {self.fitness_baseline!r}")
+        if self.mean_rule == "baseline_relative" and fb is not None and fb <= 0:
+            self._value_error(f"fitness_baseline (f_b) must be > 0 for baseline_relative (Eq. 10), got {fb!r}")
+        for name, v in (("p_positive", self.p_positive), ("p_negative", self.p_negative),
+                        ("p_desired", self.effective_p_desired), ("success_threshold", self.success_threshold)):
             if not (isinstance(v, (int, float)) and 0 <= v <= 1):
                 self._value_error(f"{name} must be in [0, 1], got {v!r}")
         for name in ("rank_population", "success_window", "mean_eval_episodes", "critic_steps_per_call"):
@@ -163,10 +194,28 @@ class AESRLConfig(ERLConfig):
         if self.mean_rule == "rank" and self.rank_population < 2:
             self._value_error("rank_population must be >= 2 for the rank rule")
 
+    @property
+    def effective_fixed_range(self):
+        """r: the setting, or Table 5's value for the env (None if it has none)."""
+        return _table_lookup(TABLE_5, self.env) if self.fixed_range == "auto" else self.fixed_range
+
+    @property
+    def effective_fitness_baseline(self):
+        """f_b: the setting, or Table 5's (+r relative, −r absolute; None if the env has none)."""
+        if self.fitness_baseline != "auto":
+            return self.fitness_baseline
+        r = _table_lookup(TABLE_5, self.env)
+        return None if r is None else (-r if self.mean_rule == "baseline_absolute" else r)
+
+    @property
+    def effective_p_desired(self) -> float:
+        return _table_lookup(P_DESIRED, self.env, 0.5) if self.p_desired == "auto" else self.p_desired
+
     def make_population(self, mu: np.ndarray) -> AsyncPopulation:
         return AsyncPopulation(
             mu, sigma_init=self.sigma_init, mean_rule=self.mean_rule, variance_rule=self.variance_rule,
-            fixed_range=self.fixed_range, fitness_baseline=self.fitness_baseline, p_positive=self.p_positive,
+            fixed_range=self.effective_fixed_range or 1.0, fitness_baseline=self.effective_fitness_baseline or 1.0,
+            p_positive=self.p_positive,
             p_negative=self.p_negative, online_n=self.online_n, rank_population=self.rank_population,
             success_window=self.success_window, success_threshold=self.success_threshold,
             success_factor=self.success_factor, var_limit=self.var_limit,
@@ -213,7 +262,7 @@ class AESRL(ERLAlgorithm):
         steps = self.counters["individual_steps"]
         rl = False
         if steps >= cfg.effective_rl_start_steps and self.critic_ref is not None:
-            prob = p_rl(self.counters["n_rl"], self.counters["n_es"], cfg.k_rl, cfg.p_desired)  # Eq. (3)
+            prob = p_rl(self.counters["n_rl"], self.counters["n_es"], cfg.k_rl, cfg.effective_p_desired)  # Eq. (3)
             self.metrics.log_value((BLACKBOX, "p_rl"), prob, reduce="mean", window=20)
             rl = bool(self._rng.random() < prob)
             self.counters["n_rl" if rl else "n_es"] += 1
