@@ -14,10 +14,10 @@ Scenarios:
 - ``hopper``: Hopper-v5 with 2 runners (CPU-bound here: 2 cores).
 
 AESRL_EXT is measured with each f(μ) estimate (``mean_fitness``): ``reevaluate`` with 5 episodes
-(the reference code), and ``interpolate`` (μ evaluated once). The budget counts the individuals'
+(the reference code) or 1, and ``interpolate`` (μ evaluated once). The budget counts the individuals'
 env steps (the paper's step budget); AES-RL's mean re-evaluations come on top.
 
-    python benchmarks/aesrl_time.py --scenarios sleep --budget 20000 --repeats 3
+    python benchmarks/aesrl_time.py --scenarios sleep --budget 30000 --repeats 3
 """
 
 from __future__ import annotations
@@ -59,9 +59,10 @@ def build(method: str, sc: dict, args):
     if method == "P-CEM-RL":
         return common(CEMRLConfig(), sc, args.runners, args).training(mode="parallel").build_algo()
     fitness = "reevaluate" if "reevaluate" in method else "interpolate"
+    episodes = 1 if method.endswith("reevaluate 1)") else 5
     return (
         common(AESRLConfig(), sc, args.runners, args)
-        .training(mean_fitness=fitness, mean_eval_episodes=5, fixed_range=sc["fixed_range"],
+        .training(mean_fitness=fitness, mean_eval_episodes=episodes, fixed_range=sc["fixed_range"],
                   fitness_baseline=sc["fixed_range"], critic_steps_per_call=args.critic_steps_per_call)
         .build_algo()
     )
@@ -92,7 +93,8 @@ def main():
     parser.add_argument("--critic-steps-per-call", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--methods", nargs="+",
-                        default=["CEM-RL serial", "P-CEM-RL", "AES-RL (reevaluate)", "AES-RL (interpolate)"])
+                        default=["CEM-RL serial", "P-CEM-RL", "AES-RL (reevaluate 5)", "AES-RL (reevaluate 1)",
+                                 "AES-RL (interpolate)"])
     args = parser.parse_args()
     ray.init(num_cpus=max(3, args.runners), include_dashboard=False, logging_level=logging.WARNING)
     for name in args.scenarios:

@@ -482,6 +482,11 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         if self.env_runner is not None:
             self.env_runner.publish(self.update_index, payload)
 
+    def check_finite_population(self) -> None:
+        """Raises FloatingPointError if μ or σ² went non-finite (never published to runners)."""
+        if not (np.isfinite(self.mu).all() and np.isfinite(self.var).all()):
+            raise FloatingPointError(f"{type(self).__name__}: the population mean or variance became NaN/inf")
+
     def sync_mu_to_learner(self) -> None:
         """Writes μ into the learner's module, so RLlib's checkpoints and `rllib evaluate` use it."""
         mu = self.mu

@@ -42,6 +42,7 @@ update ratio), ``p_rl_individuals`` / ``p_es_individuals`` (mean p by kind, App.
 from __future__ import annotations
 
 import collections
+import logging
 import time
 from typing import Any, Dict, List
 
@@ -54,6 +55,8 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.algorithms.aesrl.aesrl_learner import MEAN_RULES, VARIANCE_RULES, AsyncPopulation, p_rl
 from rllib_ext.common.blackbox import BLACKBOX
 from rllib_ext.common.erl import ERLAlgorithm, ERLConfig
+
+logger = logging.getLogger(__name__)
 
 MEAN_FITNESS = ("reevaluate", "interpolate")
 # Paper 001 Table 5: the range r (fixed-range rules) and the baseline magnitude |f_b| (baseline
@@ -297,6 +300,7 @@ class AESRL(ERLAlgorithm):
         if self.config.mean_fitness == "interpolate" and pop.f_mu is not None and p > 0:
             pop.f_mu = (1.0 - p) * pop.f_mu + p * individual["return"]  # Eq. (4) applied to f
         self.mu, self.var = pop.mu, pop.var
+        self.check_finite_population()
         self.update_index += 1
         self._p_by_kind["rl" if individual["rl"] else "es"].append(p)
         m = self.metrics
@@ -313,6 +317,10 @@ class AESRL(ERLAlgorithm):
         self.counters["individual_steps"] += r["length"]
         self._last_steps.append(r["length"])
         individual = {"z": r["params"] if r["params"] is not None else info["z"], "return": r["return"], "rl": info["rl"]}
+        if not (np.isfinite(individual["z"]).all() and np.isfinite(individual["return"])):
+            self.counters["individuals_failed"] += 1  # e.g. an RL individual trained on a diverged critic
+            logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r["id"])
+            return
         pop = self.population
         if not pop.needs_f_mu:
             self._tell(individual)

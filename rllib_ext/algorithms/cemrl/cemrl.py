@@ -207,10 +207,15 @@ class CEMRL(ERLAlgorithm):
             results = [by_id[j["id"]] for j in jobs]
         fitness, evaluated = [], []
         for z, r in zip(individuals, results):
-            evaluated.append(r["params"] if r.get("params") is not None else z)
-            fitness.append(r["return"])
+            params = r.get("params")
+            if params is not None and not np.isfinite(params).all():  # e.g. trained on a diverged critic
+                self.counters["individuals_failed"] += 1
+                params, r["return"] = None, float("-inf")
+            evaluated.append(params if params is not None else z)
+            fitness.append(r["return"] if np.isfinite(r["return"]) else float("-inf"))
         self.cem.tell(np.stack(evaluated), np.asarray(fitness))  # Eq. (1)-(2)
         self.mu, self.var = self.cem.mu, self.cem.var
+        self.check_finite_population()
         self.update_index += 1
         self.counters["n_rl"] += sum(1 for r in results if r.get("rl"))
         self.counters["n_es"] += sum(1 for r in results if not r.get("rl"))
