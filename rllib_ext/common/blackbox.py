@@ -506,8 +506,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             self._theta = self.module.get_flat()
         if "obs_filter" in state:
             self.obs_filter.set_state(state["obs_filter"])
-        if "version" in state:
-            self.version = state["version"]
+        # The version is not adopted: a restored (restarted) runner fetches the payload of the
+        # next job's version, which may hold more than θ and the filter (CVES's γ's, ...).
+        self.version = -1
         if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
             self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
 

@@ -132,16 +132,29 @@ class FiniteValuesWrapper(gym.vector.VectorWrapper):
         return obs, rewards, terminateds, truncateds, infos
 
 
+# Seed offset per env recreation (runner seeds are config.seed + worker index: no collisions).
+_RECREATED_ENV_SEED_STRIDE = 10_007
+
+
 class FiniteSingleAgentEnvRunner(SingleAgentEnvRunner):
     """RLlib's SingleAgentEnvRunner with :class:`FiniteValuesWrapper` around its (vector) env.
 
     Use with ``restart_failed_sub_environments=True`` (the default of the rllib_ext configs that
     use this runner): a non-finite value then costs the episode, not the runner.
 
-    Also fixes a replay loop of RLlib 2.60: a recreated env is reset with the runner's seed
-    again, so a seeded run of a deterministic env replays the failing episode forever. Each
-    recreation here moves the seed on (deterministically).
+    Two loops of RLlib 2.60 become errors or progress here:
+
+    * a recreated env is reset with the runner's seed again, so a seeded run of a deterministic
+      env replays the failing episode forever; each recreation moves the seed on
+      (deterministically);
+    * an env that fails in every episode makes ``sample()`` retry forever; after
+      :attr:`max_failed_steps_in_a_row` failed steps without a finished episode ``sample()``
+      raises instead (the runner fails; RLlib restarts a remote one).
     """
+
+    #: Failed env steps (raise, NaN/inf) without a finished episode in between before giving up.
+    max_failed_steps_in_a_row = 100
+    _failed_steps_in_a_row = 0
 
     @override(SingleAgentEnvRunner)
     def make_env(self) -> None:
@@ -151,6 +164,17 @@ class FiniteSingleAgentEnvRunner(SingleAgentEnvRunner):
         if recreated and self._seed is not None:
             self._seed += _RECREATED_ENV_SEED_STRIDE
 
+    @override(SingleAgentEnvRunner)
+    def _try_env_step(self, actions):
+        results = super()._try_env_step(actions)
+        if isinstance(results, str):  # RLlib's ENV_STEP_FAILURE: the env was recreated
+            self._failed_steps_in_a_row += 1
+            if self._failed_steps_in_a_row > self.max_failed_steps_in_a_row:
+                raise RuntimeError(
+                    f"rllib_ext: the env keeps failing: {self._failed_steps_in_a_row} failed env steps "
+                    "(exceptions or NaN/inf values, see the log) without one finished episode"
+                )
+        elif np.any(results[2]) or np.any(results[3]):
+            self._failed_steps_in_a_row = 0
+        return results
 
-# Seed offset per env recreation (runner seeds are config.seed + worker index: no collisions).
-_RECREATED_ENV_SEED_STRIDE = 10_007

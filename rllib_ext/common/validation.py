@@ -32,8 +32,7 @@ from ray.tune.registry import ENV_CREATOR, _global_registry
 
 #: Action kinds for :func:`check_vector_spaces`.
 DISCRETE, CONTINUOUS = "discrete", "continuous"
-# Settings that are not hyperparameters of the algorithm (the env's own arguments) or where
-# infinity is a legitimate value (timeouts).
+# Settings the finite check leaves alone: the env's own arguments.
 _FINITE_CHECK_SKIPPED = ("env_config",)
 
 
@@ -63,16 +62,32 @@ class KeepsMinusOneSettings:
     RLlib 2.60's ``AlgorithmConfig.get_state()`` drops every attribute equal to -1 (its
     ``DEPRECATED_VALUE`` sentinel), and ``build_algo()`` rebuilds the config from that state, so a
     user's ``noise_stdev=-1`` would silently become the default 0.02 instead of failing
-    ``validate()``. Put it first among the bases: ``class XConfig(KeepsMinusOneSettings, AlgorithmConfig)``.
+    ``validate()``. RLlib's own sentinels (deprecated settings whose default is -1) stay dropped:
+    ``update_from_dict`` (``rllib evaluate``) would reject them. Put it first among the bases:
+    ``class XConfig(KeepsMinusOneSettings, AlgorithmConfig)``.
     """
 
     @override(AlgorithmConfig)
     def get_state(self) -> Dict[str, Any]:
         state = super().get_state()
+        sentinels = _default_minus_one_settings(type(self))
         for key, value in vars(self).items():
-            if key not in state and key not in ("algo_class", "_is_frozen") and _is_minus_one(value):
+            if key not in state and key not in sentinels and _is_minus_one(value):
                 state[key] = value
         return state
+
+
+_MINUS_ONE_DEFAULTS: Dict[type, frozenset] = {}
+
+
+def _default_minus_one_settings(config_cls: type) -> frozenset:
+    """Attributes that are -1 in a fresh ``config_cls()`` (RLlib's deprecated-setting sentinels)."""
+    if config_cls not in _MINUS_ONE_DEFAULTS:
+        defaults = vars(config_cls())
+        _MINUS_ONE_DEFAULTS[config_cls] = frozenset(
+            k for k, v in defaults.items() if _is_minus_one(v) or k in ("algo_class", "_is_frozen")
+        )
+    return _MINUS_ONE_DEFAULTS[config_cls]
 
 
 def _is_minus_one(value: Any) -> bool:
