@@ -36,7 +36,8 @@ def build(method: str, args, seed: int):
     if method == "TD3":
         return (
             TD3Config().environment(args.env)
-            .training(initial_steps=args.initial_steps, model_config={"fcnet_hiddens": hid})
+            .rl_module(model_config={"fcnet_hiddens": hid})
+            .training(initial_steps=args.initial_steps)
             .debugging(seed=seed).build_algo()
         )
     erl = dict(policy_hiddens=hid, critic_hiddens=hid, initial_steps=args.initial_steps,

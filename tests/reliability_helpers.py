@@ -24,7 +24,7 @@ EPISODE_LENGTHS = {"min_len": 5, "max_len": 15}
 SMALL_SETTINGS: Dict[str, Any] = {
     # black-box family
     "episodes_per_batch": 4,
-    "policy_hiddens": [16, 16],  # = critic_hiddens (AES-RL/CEM-RL's critic worker sizes its actor by critic_hiddens)
+    "policy_hiddens": [16, 16],
     "phi_num_perturbations": 2,
     # ReF-ER / replay-based learners
     "n_start": 64,

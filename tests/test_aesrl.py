@@ -9,7 +9,8 @@ from rllib_ext.algorithms.cemrl.cemrl import CEMRLConfig
 from rllib_ext.common.population import gaussian_individual
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
 
-TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[16, 16], rl_batch_size=32, rl_actor_steps=20, initial_steps=400)
+# Actor and critics of different sizes on purpose (the critic worker holds both).
+TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, rl_actor_steps=20, initial_steps=400)
 
 
 def aesrl_config(**kw):
@@ -72,7 +73,7 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     # An RL individual: trained against critic weights, its new parameters come back.
     from rllib_ext.common.td3 import TwinCritic
 
-    critic = {k: v.numpy() for k, v in TwinCritic(3, 1, (16, 16)).state_dict().items()}
+    critic = {k: v.numpy() for k, v in TwinCritic(3, 1, (24, 24)).state_dict().items()}
     out = runner.run_jobs(1, [payload], [{"id": 2, "kind": "individual", "seed": 6, "rl_steps": 5, "critic_ref": [ray.put(critic)]}])
     rl = out["results"][0]
     assert rl["rl"] and rl["params"].shape == mu.shape and not np.allclose(rl["params"], gaussian_individual(mu, var, 6))
@@ -139,7 +140,7 @@ def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session)
 
 # -- CEMRL_EXT ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
-def test_cemrl_generations(ray_session, mode):
+def test_cemrl_generations(ray_session, tmp_path, mode):
     cfg = (
         CEMRLConfig().environment("Pendulum-v1").env_runners(num_env_runners=2)
         .training(mode=mode, population_size=4, rl_population=2, **TINY)
@@ -155,8 +156,25 @@ def test_cemrl_generations(ray_session, mode):
         assert result["env_runners"]["num_env_steps_sampled_lifetime"] == 2 * 4 * 200
         assert bb["critic_steps_lifetime"] > 0 and algo.cem.generation == 2
         assert not np.array_equal(algo.mu, mu0) and np.isfinite(algo.mu).all()
+        if mode == "parallel":  # checkpoint round trip (once: the same code path in both modes)
+            path = algo.save_to_path(str(tmp_path / "ckpt"))
+            cem, counters = algo.cem.get_state(), dict(algo.counters)
+            critic = ray.get(algo.critic.get_state.remote())
     finally:
         algo.stop()
+    if mode == "parallel":
+        restored = type(algo).from_checkpoint(path)
+        try:
+            state = restored.cem.get_state()
+            assert np.array_equal(state["mu"], cem["mu"]) and np.array_equal(state["var"], cem["var"])
+            assert state["damp"] == cem["damp"] and state["generation"] == 2
+            assert restored.prev_generation_steps == 800 and restored.counters["n_rl"] == counters["n_rl"]
+            got = ray.get(restored.critic.get_state.remote())
+            assert all(np.array_equal(got["critic"][k], v) for k, v in critic["critic"].items())
+            restored.train()
+            assert restored.cem.generation == 3
+        finally:
+            restored.stop()
 
 
 # -- bad input ----------------------------------------------------------------------------------

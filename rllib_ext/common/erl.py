@@ -41,14 +41,14 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig, BlackBoxEnvRunner, EpisodeFailed
 from rllib_ext.common.population import gaussian_individual
 from rllib_ext.common.replay.transitions import ReplayActor
-from rllib_ext.common.td3 import TD3Updater
+from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
 
 logger = logging.getLogger(__name__)
 
 # TD3 / replay settings the runners and the critic worker need (sent as one dict).
 TD3_KEYS = (
-    "critic_hiddens", "actor_lr", "critic_lr", "gamma", "tau", "policy_noise", "noise_clip", "policy_delay",
+    "policy_hiddens", "critic_hiddens", "actor_lr", "critic_lr", "gamma", "tau", "policy_noise", "noise_clip", "policy_delay",
     "rl_batch_size", "replay_sample_chunk",
 )
 
@@ -344,10 +344,15 @@ class CriticWorker:
         torch.set_num_threads(1)
         self.settings, self.replay = dict(settings), replay
         s = self.settings
+        # The actor (μ, the TD3 target policy) has the population's shape; the critics their own.
+        with torch.random.fork_rng(devices=[], enabled=seed is not None):
+            if seed is not None:
+                torch.manual_seed(int(seed))
+            actor = make_actor(obs_dim, action_space, tuple(s["policy_hiddens"]))
         self.updater = TD3Updater(
             obs_dim, action_space, hiddens=tuple(s["critic_hiddens"]), actor_lr=s["actor_lr"],
             critic_lr=s["critic_lr"], gamma=s["gamma"], tau=s["tau"], policy_noise=s["policy_noise"],
-            noise_clip=s["noise_clip"], policy_delay=s["policy_delay"], seed=seed,
+            noise_clip=s["noise_clip"], policy_delay=s["policy_delay"], seed=seed, actor=actor,
         )
 
     def set_replay(self, replay) -> None:
