@@ -696,6 +696,21 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             ids.append(job_id)
         return ids
 
+    #: Seconds without any result and without a healthy env runner before a loop gives up.
+    no_runner_timeout_s = 120.0
+
+    def note_progress(self, progressed: bool) -> None:
+        """Call once per polling round: fails loudly when runners are gone instead of waiting forever.
+
+        Raises:
+            RuntimeError: No result for :attr:`no_runner_timeout_s` and no healthy env runner.
+        """
+        now = time.perf_counter()
+        if progressed or getattr(self, "_last_progress", None) is None:
+            self._last_progress = now
+        elif now - self._last_progress > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
+            raise RuntimeError(f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s")
+
     def check_can_train(self) -> None:
         """Training evaluates on remote runners (a driver-only build is for `rllib evaluate`)."""
         if self.env_runner_group.num_remote_env_runners() < 1:

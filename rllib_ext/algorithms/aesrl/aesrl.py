@@ -73,8 +73,6 @@ def _table_lookup(table, env, default=None):
         if name.split("/")[-1].startswith(prefix):
             return value
     return default
-# Fail loudly if no env runner is healthy for this long.
-NO_RUNNER_TIMEOUT_S = 120.0
 
 
 class AESRLConfig(ERLConfig):
@@ -246,7 +244,6 @@ class AESRL(ERLAlgorithm):
         self._critic_call = None
         self._p_by_kind = {"rl": [], "es": []}
         self._rng = np.random.default_rng(None if self.config.seed is None else int(self.config.seed) + 99)
-        self._last_progress = time.perf_counter()
         if self.population.needs_f_mu and self.config.mean_fitness == "interpolate":
             self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
 
@@ -368,10 +365,7 @@ class AESRL(ERLAlgorithm):
                 else:
                     self._on_individual(r)
                     finished.append(r)
-            if ok or failed:
-                self._last_progress = time.perf_counter()
-            elif time.perf_counter() - self._last_progress > NO_RUNNER_TIMEOUT_S and not self.pool.healthy_runner_ids():
-                raise RuntimeError(f"AESRL_EXT: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+            self.note_progress(bool(ok or failed))
             if time.perf_counter() >= deadline and (finished or self.config.min_time_s_per_iteration is None):
                 break
             if time.perf_counter() >= deadline + 60:

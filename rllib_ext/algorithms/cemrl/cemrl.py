@@ -43,7 +43,6 @@ from rllib_ext.common.erl import ERLAlgorithm, ERLConfig
 from rllib_ext.common.population import SepCEM
 
 MODES = ("serial", "parallel")
-NO_RUNNER_TIMEOUT_S = 120.0
 
 
 class CEMRLConfig(ERLConfig):
@@ -160,7 +159,7 @@ class CEMRL(ERLAlgorithm):
         for j in jobs:
             self.pool.submit([j])
         done: Dict[int, Dict[str, Any]] = {}
-        last_progress = time.perf_counter()
+        self.note_progress(True)
         while pending:
             ok, failed = self.collect(timeout_s=0.05)
             for r in ok:
@@ -178,10 +177,7 @@ class CEMRL(ERLAlgorithm):
                 else:
                     self.counters["individuals_failed"] += 1
                     done[r["id"]] = dict(r, **{"return": float("-inf"), "length": 0})
-            if ok or failed:
-                last_progress = time.perf_counter()
-            elif time.perf_counter() - last_progress > NO_RUNNER_TIMEOUT_S and not self.pool.healthy_runner_ids():
-                raise RuntimeError(f"CEMRL_EXT: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+            self.note_progress(bool(ok or failed))
         return done
 
     @override(Algorithm)

@@ -16,7 +16,6 @@ the idle time and waste that DFD_EXT removes; ``blackbox/worker_utilization`` sh
 
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
@@ -30,8 +29,6 @@ from rllib_ext.common.shaping import shape_returns
 
 # A batch whose episodes keep failing (env raising, NaN) must not loop forever.
 MAX_FAILURES_PER_BATCH_FACTOR = 3
-# Fail loudly if no env runner is healthy for this long.
-NO_RUNNER_TIMEOUT_S = 120.0
 
 
 class ESConfig(BlackBoxConfig):
@@ -77,7 +74,8 @@ class ES(BlackBoxAlgorithm):
         self.submit_perturbations(seed, n)
         eval_ids = set(self.submit_unperturbed(self.config.eval_episodes))
         by_index, evals = {}, []
-        failures, last_progress = 0, time.perf_counter()
+        failures = 0
+        self.note_progress(True)
         while len(by_index) < n or len(evals) < len(eval_ids):
             ok, failed = self.collect(timeout_s=0.05)
             for r in ok:
@@ -98,10 +96,7 @@ class ES(BlackBoxAlgorithm):
                     self.submit_unperturbed(1)
                 else:
                     self.submit_perturbations(seed, n, [r["index"]])
-            if ok or failed:
-                last_progress = time.perf_counter()
-            elif time.perf_counter() - last_progress > NO_RUNNER_TIMEOUT_S and not self.pool.healthy_runner_ids():
-                raise RuntimeError(f"{name}: no healthy env runner for {NO_RUNNER_TIMEOUT_S:.0f} s")
+            self.note_progress(bool(ok or failed))
         return [by_index[i] for i in range(n)], evals
 
     @override(Algorithm)
