@@ -1,8 +1,8 @@
 """Soak (issue #9): a long run with 4 env runners on 2 cores; memory must stay flat.
 
 For each algorithm, trains for ``--minutes`` and samples, every ``--every`` seconds, the resident
-memory (RSS) of the driver and of every Ray worker process (env runners, replay/critic actors)
-and the object store's used bytes. Prints start, end and max per process group, and the growth
+memory (RSS, from /proc: Linux) of the driver and of this Ray session's worker processes (env
+runners, replay/critic actors) and the object store's use. Prints start, end and max per process group, and the growth
 end − start; the run "passes" when the driver and actors grow by less than ``--tolerance-mb``
 after the warm-up sample and the object store does not keep growing.
 
@@ -39,18 +39,23 @@ def rss_mb(pid) -> float:
     return 0.0
 
 
+def _ppid(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
 def ray_worker_rss_mb() -> float:
-    """Summed RSS of this node's Ray worker processes (actors: env runners, replay, critic)."""
-    total = 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if cmd.startswith("ray::") or "default_worker.py" in cmd:
-            total += rss_mb(pid)
-    return total
+    """Summed RSS of this Ray session's worker processes (env runners, replay, critic, ...).
+
+    Workers are the raylet's children: only this session's raylet counts, so other Ray instances
+    on the machine (a test run, another benchmark) do not.
+    """
+    node = ray._private.worker._global_node
+    raylets = {p.process.pid for p in node.all_processes.get("raylet", [])}
+    return sum(rss_mb(pid) for pid in filter(str.isdigit, os.listdir("/proc")) if _ppid(pid) in raylets)
 
 
 def object_store_used_mb() -> float:
