@@ -118,9 +118,9 @@ def test_every_algorithm_has_the_issue_settings_it_should():
         "VRACER_EXT": {"refer_C", "refer_D", "optimizer", "train_batch_size_per_learner"},
         "DDPG_EXT": {"refer_C", "refer_D", "exploration_sigma"},
         "NAF_EXT": {"refer_C", "refer_D", "exploration_sigma"},
-        "TD3_EXT": {"action_noise", "policy_noise", "train_batch_size_per_learner"},
-        "AESRL_EXT": {"sigma_init", "action_noise"},
-        "CEMRL_EXT": {"sigma_init", "population_size", "num_elites"},
+        "TD3_EXT": {"action_noise", "policy_noise", "train_batch_size_per_learner", "optimizer"},
+        "AESRL_EXT": {"sigma_init", "action_noise", "optimizer"},
+        "CEMRL_EXT": {"sigma_init", "population_size", "num_elites", "optimizer"},
     }
     for name, settings in expect.items():
         if name in covered:

@@ -287,3 +287,22 @@ def test_replay_actor_across_processes(ray_session):
     assert set(np.unique(s["rewards"])) <= set(range(10)) | set(range(100, 110))
     assert ray.get(replay.size.remote()) == 20 and ray.get(replay.get_state.remote())["num_added"] == 20
     ray.kill(replay)
+
+
+def test_td3_updater_takes_any_optimizer_by_name():
+    """Optimizers are selectable by name in every algorithm that takes gradient steps (rllib_ext.optim)."""
+    import gymnasium as gym
+
+    from rllib_ext.common.td3 import TD3Updater
+    from rllib_ext.optim import MSGD
+
+    space = gym.spaces.Box(-1.0, 1.0, (1,))
+    upd = TD3Updater(3, space, hiddens=(8,), optimizer="msgd", actor_lr=0.01, seed=0)
+    assert isinstance(upd.actor_optimizer, MSGD) and isinstance(upd.critic_optimizer, MSGD)
+    before = upd.actor.get_flat()
+    upd.actor_step(np.zeros((4, 3), np.float32) + 0.3)
+    # MSGD (paper 000 Eq. 19): a step of norm 0.23·η·√d whatever the gradient's size.
+    d = before.size
+    assert np.linalg.norm(upd.actor.get_flat() - before) == pytest.approx(0.23 * 0.01 * np.sqrt(d), rel=1e-4)
+    with pytest.raises(ValueError, match="optimizer"):
+        TD3Updater(3, space, hiddens=(8,), optimizer="bogus")

@@ -7,7 +7,7 @@ of Ray actors, all on top of the black-box engine (:mod:`rllib_ext.common.blackb
   EnvRunnerGroup): evaluate an *individual* (actor parameters z) for one episode with action
   noise a_noise (Algorithm 2), push its transitions to the replay actor, return (job id, f(z),
   length). An *RL individual* is first trained against the shared critic's weights with the TD3
-  actor loss (``rl_steps`` Adam steps on replay minibatches, a fresh Adam each time, as the
+  actor loss (``rl_steps`` Adam steps on replay minibatches, a fresh optimizer each time, as the
   reference code does), and its trained parameters come back (the one d-vector result). A
   *mean* job evaluates the population mean μ without noise (f(μ), see AESRL's
   ``mean_fitness``).
@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 # TD3 / replay settings the runners and the critic worker need (sent as one dict).
 TD3_KEYS = (
-    "policy_hiddens", "critic_hiddens", "actor_lr", "critic_lr", "gamma", "tau", "policy_noise", "noise_clip", "policy_delay",
+    "policy_hiddens", "critic_hiddens", "optimizer", "optimizer_kwargs", "actor_lr", "critic_lr", "gamma", "tau", "policy_noise", "noise_clip", "policy_delay",
     "rl_batch_size", "replay_sample_chunk",
 )
 
@@ -69,9 +69,11 @@ class ERLConfig(BlackBoxConfig):
     ``replay_sample_chunk``: minibatches fetched per replay call. ``checkpoint_replay``: whether
     checkpoints hold the replay contents (False: they hold the networks, population and counters).
     ``critic_num_cpus``: CPUs reserved for the critic worker (0: it shares the machine).
+    ``optimizer`` (``"adam"``) and ``optimizer_kwargs``: the TD3 optimizer of the critic and of
+    the RL individuals, by name (``rllib_ext.optim``).
 
     Not used by this family (the black-box ES settings): ``noise_stdev``, ``episodes_per_batch``,
-    ``sampler``, ``return_shaping``, ``optimizer``, ``lr``.
+    ``sampler``, ``return_shaping``, ``lr``.
     """
 
     def __init__(self, algo_class=None):
@@ -243,7 +245,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
                 int(self.env.observation_space.shape[0]), self.env.action_space, hiddens=tuple(s["critic_hiddens"]),
                 actor_lr=s["actor_lr"], critic_lr=s["critic_lr"], gamma=s["gamma"], tau=s["tau"],
                 policy_noise=s["policy_noise"], noise_clip=s["noise_clip"], policy_delay=s["policy_delay"],
-                actor=self.module.policy,
+                optimizer=s["optimizer"], optimizer_kwargs=s["optimizer_kwargs"], actor=self.module.policy,
             )
         return self._updater
 
@@ -252,7 +254,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         upd = self._td3()
         self.module.set_flat(z)
         upd.critic.load_state_dict({k: torch.tensor(v) for k, v in critic_state.items()})
-        upd.actor_optimizer = torch.optim.Adam(upd.actor.parameters(), lr=float(self.config.actor_lr))  # fresh
+        upd.actor_optimizer = upd.make_optimizer(upd.actor.parameters(), self.config.actor_lr)  # a fresh one
         chunk, batch, done, losses = int(self.config.replay_sample_chunk), int(self.config.rl_batch_size), 0, []
         while done < steps:
             n = min(chunk, steps - done)
@@ -352,7 +354,8 @@ class CriticWorker:
         self.updater = TD3Updater(
             obs_dim, action_space, hiddens=tuple(s["critic_hiddens"]), actor_lr=s["actor_lr"],
             critic_lr=s["critic_lr"], gamma=s["gamma"], tau=s["tau"], policy_noise=s["policy_noise"],
-            noise_clip=s["noise_clip"], policy_delay=s["policy_delay"], seed=seed, actor=actor,
+            noise_clip=s["noise_clip"], policy_delay=s["policy_delay"], seed=seed, optimizer=s["optimizer"],
+            optimizer_kwargs=s["optimizer_kwargs"], actor=actor,
         )
 
     def set_replay(self, replay) -> None:

@@ -189,6 +189,9 @@ class TD3Updater:
         policy_noise: σ of the target smoothing noise, in half-ranges (0.2).
         noise_clip: c, its clip, in half-ranges (0.5).
         policy_delay: d, critic steps per actor step (2).
+        optimizer: The optimizer of both networks by name (``rllib_ext.optim``: ``"adam"``, TD3's,
+            or ``"sgd"``, ``"msgd"``, ``"dsgd"``, paper 000 §4); ``optimizer_kwargs`` go to its
+            constructor. DSGD without reported rewards keeps η0 (see :class:`~rllib_ext.optim.DSGD`).
         seed: Seeds the networks' initialization (without touching torch's global RNG) and
             the smoothing noise; None: torch's global RNG initializes, a random seed the noise.
         actor, critic: Networks to train instead of new ones (e.g. an RLModule's); targets
@@ -197,7 +200,7 @@ class TD3Updater:
     Attributes:
         actor, actor_target: π_φ and π_φ' (:class:`MLPPolicy`).
         critic, critic_target: (Q_θ1, Q_θ2) and their targets (:class:`TwinCritic`).
-        actor_optimizer, critic_optimizer: Adam.
+        actor_optimizer, critic_optimizer: Adam (or the optimizer chosen by name).
         num_updates: Calls of :meth:`update` so far.
         num_critic_steps, num_actor_steps: Gradient steps taken by each optimizer.
     """
@@ -216,6 +219,8 @@ class TD3Updater:
         policy_delay: int = 2,
         seed: Optional[int] = None,
         *,
+        optimizer: str = "adam",
+        optimizer_kwargs: Optional[Dict[str, Any]] = None,
         actor: Optional[MLPPolicy] = None,
         critic: Optional[TwinCritic] = None,
         actor_target: Optional[MLPPolicy] = None,
@@ -240,8 +245,9 @@ class TD3Updater:
         self.critic_target = critic_target if critic_target is not None else copy.deepcopy(self.critic)
         for p in list(self.actor_target.parameters()) + list(self.critic_target.parameters()):
             p.requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=float(actor_lr))
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=float(critic_lr))
+        self.optimizer_name, self.optimizer_kwargs = optimizer, dict(optimizer_kwargs or {})
+        self.actor_optimizer = self.make_optimizer(self.actor.parameters(), actor_lr)
+        self.critic_optimizer = self.make_optimizer(self.critic.parameters(), critic_lr)
         self.generator = torch.Generator()
         if seed is not None:
             self.generator.manual_seed(int(seed) + 1)
@@ -250,6 +256,12 @@ class TD3Updater:
         self.num_updates = 0
         self.num_critic_steps = 0
         self.num_actor_steps = 0
+
+    def make_optimizer(self, params, lr: float) -> torch.optim.Optimizer:
+        """An optimizer of the chosen kind (``rllib_ext.optim``: adam, sgd, msgd, dsgd) over ``params``."""
+        from rllib_ext.optim import make_optimizer
+
+        return make_optimizer(self.optimizer_name, params, lr=float(lr), **self.optimizer_kwargs)
 
     def critic_step(self, batch: Dict[str, Any]) -> Dict[str, float]:
         """One Adam step of both critics on :func:`td3_critic_loss`.

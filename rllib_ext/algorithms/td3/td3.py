@@ -86,6 +86,9 @@ class TD3Config(AlgorithmConfig):
         torch_num_threads: torch threads of the Learner's process (1, as for the paper-003
             learners: more threads contend with the env runners on a small machine; the local
             Learner shares the driver's process); None leaves torch's default.
+        optimizer: ``"adam"`` (TD3's; default) or any name of ``rllib_ext.optim`` (``"sgd"``,
+            ``"msgd"``, ``"dsgd"``: paper 000 §4) for both networks; ``optimizer_kwargs`` go to its
+            constructor; the learning rates stay ``actor_lr`` and ``critic_lr``.
 
     Networks: ``model_config["fcnet_hiddens"]``, the hidden sizes of the actor and of each
     critic: [400, 300] (App. A; [256, 256] for Humanoid); activations are App. A's (tanh actor,
@@ -120,6 +123,8 @@ class TD3Config(AlgorithmConfig):
         self.updates_per_env_step = 1.0
         self.checkpoint_replay = False
         self.torch_num_threads = 1
+        self.optimizer = "adam"
+        self.optimizer_kwargs = {}
         self.env_runner_cls = FiniteSingleAgentEnvRunner  # NaN/inf env steps: episode dropped (common.guards)
         self.restart_failed_sub_environments = True
 
@@ -139,6 +144,8 @@ class TD3Config(AlgorithmConfig):
         updates_per_env_step: Optional[float] = NotProvided,
         checkpoint_replay: Optional[bool] = NotProvided,
         torch_num_threads: Optional[int] = NotProvided,
+        optimizer: Optional[str] = NotProvided,
+        optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
         **kwargs,
     ) -> Self:
         """Sets TD3's settings (see the class docstring) and RLlib's training settings.
@@ -151,7 +158,8 @@ class TD3Config(AlgorithmConfig):
             actor_lr=actor_lr, critic_lr=critic_lr, tau=tau, policy_noise=policy_noise, noise_clip=noise_clip,
             policy_delay=policy_delay, action_noise=action_noise, initial_steps=initial_steps,
             replay_capacity=replay_capacity, updates_per_env_step=updates_per_env_step,
-            checkpoint_replay=checkpoint_replay, torch_num_threads=torch_num_threads,
+            checkpoint_replay=checkpoint_replay, torch_num_threads=torch_num_threads, optimizer=optimizer,
+            optimizer_kwargs=optimizer_kwargs,
         )
         for name, value in provided.items():
             if value is not NotProvided:
@@ -171,6 +179,12 @@ class TD3Config(AlgorithmConfig):
         """One clear error per bad setting and for non-continuous envs, before any actor starts."""
         super().validate()
         check_finite_settings(self)
+        from rllib_ext.optim import get_optimizer_class
+
+        try:
+            get_optimizer_class(self.optimizer)
+        except (ValueError, AttributeError) as e:
+            self._value_error(f"optimizer: {e}")
         for name in ("actor_lr", "critic_lr", "updates_per_env_step"):
             if not _number(getattr(self, name)) or getattr(self, name) <= 0:
                 self._value_error(f"`{name}` must be > 0, got {getattr(self, name)!r}")

@@ -57,6 +57,8 @@ class TD3TorchLearner(TD3Learner, TorchLearner):
             noise_clip=config.noise_clip,
             policy_delay=config.policy_delay,
             seed=config.seed,
+            optimizer=config.optimizer,
+            optimizer_kwargs=config.optimizer_kwargs,
             actor=module.actor,
             critic=module.critic,
             actor_target=module.actor_target,
