@@ -253,10 +253,13 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
                 "black-box algorithms evaluate θ_u themselves: use eval_episodes, not evaluation_interval"
             )
 
+    #: Action-space kinds the family takes (ERL's TD3 part narrows it to continuous).
+    supported_actions = (DISCRETE, CONTINUOUS)
+
     def _check_env_spaces(self) -> None:
         """Builds the env once on the driver to reject unsupported spaces before actors start."""
         spaces = env_spaces(self)
-        check_vector_spaces(self, spaces, actions=(DISCRETE, CONTINUOUS))
+        check_vector_spaces(self, spaces, actions=self.supported_actions)
         if spaces is not None:
             try:
                 check_policy_spec(spaces[1], self.policy_head, self.policy_activation)

@@ -40,6 +40,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig, BlackBoxEnvRunner, EpisodeFailed
 from rllib_ext.common.population import gaussian_individual
+from rllib_ext.common.validation import CONTINUOUS
 from rllib_ext.common.replay.transitions import ReplayActor
 from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
@@ -75,6 +76,8 @@ class ERLConfig(BlackBoxConfig):
     Not used by this family (the black-box ES settings): ``noise_stdev``, ``episodes_per_batch``,
     ``sampler``, ``return_shaping``, ``lr``.
     """
+
+    supported_actions = (CONTINUOUS,)  # TD3: a 1-d Box
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
@@ -182,20 +185,6 @@ class ERLConfig(BlackBoxConfig):
             )
         if self.policy_head != "deterministic" or self.policy_activation != "tanh":
             self._value_error("the ERL actor is paper 001's App. A network: policy_head 'deterministic', activation 'tanh'")
-
-    @override(BlackBoxConfig)
-    def _check_env_spaces(self) -> None:
-        super()._check_env_spaces()
-        from rllib_ext.common.blackbox import make_single_env
-        import gymnasium as gym
-
-        env = make_single_env(self)
-        try:
-            space = env.action_space
-        finally:
-            env.close()
-        if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
-            self._value_error(f"{self.env!r}: TD3-based ERL needs a 1-d Box (continuous) action space, got {space}")
 
 
 def _writable(data: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
