@@ -77,6 +77,16 @@ logger = logging.getLogger(__name__)
 
 BLACKBOX = "blackbox"  # metrics key prefix of the engine's own metrics
 
+# Tags that keep the episode seeds of perturbations and of θ_u's evaluations apart.
+PERTURBATION_STREAM, EVALUATION_STREAM = 1, 2
+
+
+def episode_seed(entropy: Optional[List[int]], k: int) -> Optional[int]:
+    """Seed of episode k of a job whose ``env_seed`` is ``entropy`` (None: the runner's stream)."""
+    if entropy is None:
+        return None
+    return int(np.random.SeedSequence([*entropy, int(k)]).generate_state(1)[0])
+
 
 # ---------------------------------------------------------------------------------------------
 # Config.
@@ -102,6 +112,15 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     - ``jobs_in_flight_per_env_runner`` (≥ 2 hides the ~2 ms round trip),
       ``perturbations_per_call`` (several short episodes per remote call; ``"auto"`` sizes calls
       so that each runner gets about 4 calls per batch) and ``episodes_per_job``.
+    - ``common_random_numbers``: seed every episode from its job instead of from the runner's
+      own stream. Episode k of any perturbation of batch s resets the env (and the generator of a
+      stochastic head) with a seed drawn from (s, k), so all perturbations of a batch meet the
+      same start states and action noise (common random numbers: the comparisons the shaped
+      returns make are then between parameters, not between draws of the env); the unperturbed
+      θ_u's j-th evaluation episode is seeded from (u, j). A result then no longer depends on
+      which runner ran a job or what it ran before, which makes a seeded synchronous run (ES_EXT,
+      CVES_EXT with one runner) reproducible and a restored run continue exactly as a straight
+      one (tests/test_reliability_resume.py). Off by default (the papers draw fresh episodes).
     """
 
     def __init__(self, algo_class=None):
@@ -126,6 +145,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.episodes_per_job = 1
         self.perturbations_per_call = "auto"
         self.batch_seed_offset = 0
+        self.common_random_numbers = False
         # RLlib settings that fit this family.
         self.num_env_runners = 2
         self.env_runner_cls = BlackBoxEnvRunner
@@ -162,6 +182,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         jobs_in_flight_per_env_runner=NotProvided,
         episodes_per_job=NotProvided,
         perturbations_per_call=NotProvided,
+        common_random_numbers=NotProvided,
         **kwargs,
     ) -> "BlackBoxConfig":
         super().training(**kwargs)
@@ -184,6 +205,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             jobs_in_flight_per_env_runner=jobs_in_flight_per_env_runner,
             episodes_per_job=episodes_per_job,
             perturbations_per_call=perturbations_per_call,
+            common_random_numbers=common_random_numbers,
         )
         if jobs_in_flight_per_env_runner is not NotProvided:
             self.max_requests_in_flight_per_env_runner = max(
@@ -428,7 +450,6 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self._theta = self.module.get_flat()
         self._samplers: Dict[int, samplers_lib.PerturbationSampler] = {}
         self._rng = torch.Generator().manual_seed(int(self._seed or 0) + 7919 * self.worker_index)
-        self._episode_seed_rng = np.random.default_rng(None if self._seed is None else self._seed)
         self._done_returns: List[float] = []
         self._done_lengths: List[int] = []
 
@@ -569,10 +590,12 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             index = job.get("index")
             theta = self._theta if index is None else self.perturbed_theta(job["seed"], job["n"], index)
             self.module.set_flat(theta)
-            for _ in range(int(self.config.episodes_per_job)):
+            for k in range(int(self.config.episodes_per_job)):
                 t_episode = time.perf_counter()
                 try:
-                    ret, length = self._run_episode(explore=bool(self.config.explore_perturbations))
+                    ret, length = self._run_episode(
+                        explore=bool(self.config.explore_perturbations), seed=episode_seed(job.get("env_seed"), k)
+                    )
                     failed, error = False, None
                 except EpisodeFailed as e:
                     ret, length, failed, error = float("nan"), 0, True, str(e)
@@ -591,15 +614,20 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             "steps": steps,
         }
 
-    def _run_episode(self, explore: bool = False, record_obs: bool = True):
+    def _run_episode(self, explore: bool = False, record_obs: bool = True, seed: Optional[int] = None):
         """One full episode with the module's current weights: (return, length).
+
+        ``seed`` (``common_random_numbers``) resets the env and the action generator with it;
+        None continues the runner's own streams.
 
         Raises:
             EpisodeFailed: The env raised, or returned a non-finite observation or reward.
         """
         env, policy, obs_filter = self.env, self.module.policy, self.obs_filter
+        if seed is not None:
+            self._rng.manual_seed(seed)
         try:
-            obs, _ = env.reset()
+            obs, _ = env.reset(seed=seed)
             total, length, done = 0.0, 0, False
             while not done:
                 if not np.isfinite(obs).all():
@@ -686,7 +714,8 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         for start in range(0, len(indices), size):
             jobs = []
             for index in indices[start : start + size]:
-                jobs.append({"id": self.pool.new_job_id(), "seed": seed, "n": n, "index": int(index)})
+                jobs.append({"id": self.pool.new_job_id(), "seed": seed, "n": n, "index": int(index),
+                             "env_seed": self.job_env_seed(seed)})
             self.pool.submit(jobs)
             ids += [j["id"] for j in jobs]
         return ids
@@ -695,9 +724,22 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         ids = []
         for _ in range(episodes):
             job_id = self.pool.new_job_id()
-            self.pool.submit([{"id": job_id, "seed": None, "n": 0, "index": None}])
+            self.pool.submit([{"id": job_id, "seed": None, "n": 0, "index": None, "env_seed": self.eval_env_seed()}])
             ids.append(job_id)
         return ids
+
+    def job_env_seed(self, batch_seed: int) -> Optional[List[int]]:
+        """Entropy of a perturbation job's episodes under ``common_random_numbers`` (else None)."""
+        return [PERTURBATION_STREAM, int(batch_seed)] if self.config.common_random_numbers else None
+
+    def eval_env_seed(self) -> Optional[List[int]]:
+        """Entropy of θ_u's next evaluation episode under ``common_random_numbers``: (u, j)."""
+        if not self.config.common_random_numbers:
+            return None
+        u, j = getattr(self, "_eval_seed_counter", (self.update_index, 0))
+        j = j if u == self.update_index else 0
+        self._eval_seed_counter = (self.update_index, j + 1)
+        return [EVALUATION_STREAM, int(self.config.seed or 0), self.update_index, j]
 
     #: Seconds without any result and without a healthy env runner before a loop gives up.
     no_runner_timeout_s = 120.0

@@ -126,11 +126,11 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         return out
 
     @override(BlackBoxEnvRunner)
-    def _run_episode(self, explore: bool = False, record_obs: bool = True):
+    def _run_episode(self, explore: bool = False, record_obs: bool = True, seed=None):
         if not self._recording:
-            return super()._run_episode(explore=explore, record_obs=record_obs)
+            return super()._run_episode(explore=explore, record_obs=record_obs, seed=seed)
         try:
-            ret, length = super()._run_episode(explore=explore, record_obs=record_obs)
+            ret, length = super()._run_episode(explore=explore, record_obs=record_obs, seed=seed)
         except EpisodeFailed:
             self._episode_extras.append({})
             raise
