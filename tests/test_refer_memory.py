@@ -176,3 +176,14 @@ def test_episode_assembler_joins_chunks_into_whole_episodes():
     np.testing.assert_array_equal(ep["rewards"], np.arange(5))
     np.testing.assert_array_equal(ep["mu"][:, 0], np.arange(5))
     assert ep["terminated"] and asm.num_pending_steps == 0
+
+    # An episode whose runner died (no chunk for max_idle_calls calls) is dropped and counted;
+    # one that keeps getting chunks stays, however many calls it spans.
+    asm = EpisodeAssembler(max_idle_calls=3)
+    asm.add([chunk("orphan", 0, 4, False), chunk("long", 0, 1, False)])
+    for t in range(1, 3):
+        assert asm.add([chunk("long", t, 1, False)]) == [] and asm.num_dropped_episodes == 0
+    asm.add([chunk("long", 3, 1, False)])  # third call without "orphan"
+    assert (asm.num_dropped_episodes, asm.num_dropped_steps, asm.num_pending_steps) == (1, 4, 4)
+    (ep,) = asm.add([chunk("long", 4, 1, True)])
+    assert len(ep["actions"]) == 5 and asm.num_dropped_episodes == 1

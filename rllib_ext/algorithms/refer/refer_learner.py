@@ -50,6 +50,7 @@ MEAN_KL_KEY = "mean_kl"
 ZEROED_KEY = "zeroed_grad_fraction"
 BATCH_FAR_KEY = "batch_far_policy_fraction"
 MEAN_RHO_KEY = "mean_rho"
+DROPPED_EPISODES_KEY = "episodes_dropped_unfinished_lifetime"
 
 
 class ReFERLearner(Learner):
@@ -115,6 +116,7 @@ class ReFERLearner(Learner):
         m.log_value((ALL_MODULES, LR_KEY), self.refer.lr, window=1)
         m.log_value((ALL_MODULES, NUM_GRAD_STEPS_KEY), self._k, window=1)
         m.log_value((ALL_MODULES, REWARD_SCALE_KEY), self.memory.reward_scale, window=1)
+        m.log_value((ALL_MODULES, DROPPED_EPISODES_KEY), self.assembler.num_dropped_episodes, window=1)
         return {
             "results": m.reduce(),
             "num_updates": num_updates,

@@ -5,16 +5,25 @@ running at the end of a call continues (same ``id_``) in the next call's output,
 observation repeating the previous chunk's last one. The paper's memory stores whole episodes
 (targets are computed per episode, eviction is by episode), so chunks are held here until
 their episode is done.
+
+An episode whose env runner died (or was restarted) never gets its final chunk. Such an
+episode is dropped once ``max_idle_calls`` calls of :meth:`add` have brought none of its
+chunks (with synchronous sampling every healthy runner's ongoing episodes continue in every
+call), logged and counted in :attr:`num_dropped_episodes` / :attr:`num_dropped_steps`, so
+that unfinished episodes do not accumulate over a long run.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Dict, Iterable, List
 
 import numpy as np
 from ray.rllib.core.columns import Columns
 
 __all__ = ["EpisodeAssembler"]
+
+logger = logging.getLogger(__name__)
 
 
 class EpisodeAssembler:
@@ -25,8 +34,14 @@ class EpisodeAssembler:
     the arguments of :meth:`ReplayMemory.add_episode`.
     """
 
-    def __init__(self):
+    def __init__(self, max_idle_calls: int = 100):
+        if max_idle_calls < 1:
+            raise ValueError(f"max_idle_calls must be >= 1, got {max_idle_calls}")
+        self.max_idle_calls = int(max_idle_calls)
         self._pending: Dict[str, Dict[str, list]] = {}
+        self._calls = 0
+        self.num_dropped_episodes = 0
+        self.num_dropped_steps = 0
 
     @property
     def num_pending_steps(self) -> int:
@@ -35,6 +50,7 @@ class EpisodeAssembler:
 
     def add(self, chunks: Iterable) -> List[Dict[str, np.ndarray]]:
         """Adds chunks (``SingleAgentEpisode``); returns the episodes they complete."""
+        self._calls += 1
         done = []
         for chunk in chunks:
             if len(chunk) == 0:
@@ -48,9 +64,23 @@ class EpisodeAssembler:
             p["actions"].append(np.asarray(chunk.get_actions(), dtype=np.float32))
             p["rewards"].append(np.asarray(chunk.get_rewards(), dtype=np.float64))
             p["mu"].append(np.asarray(chunk.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS), dtype=np.float32))
+            p["last_call"] = self._calls
             if chunk.is_done:
                 done.append(self._finish(chunk.id_, chunk.is_terminated))
+        self._drop_orphans()
         return done
+
+    def _drop_orphans(self) -> None:
+        """Drops (logged, counted) the episodes no chunk has continued for ``max_idle_calls`` calls."""
+        for episode_id in [e for e, p in self._pending.items() if self._calls - p["last_call"] >= self.max_idle_calls]:
+            steps = sum(len(a) for a in self._pending.pop(episode_id)["actions"])
+            self.num_dropped_episodes += 1
+            self.num_dropped_steps += steps
+            logger.warning(
+                "rllib_ext: episode %s (%d steps) got no chunk for %d sampling calls (its env runner "
+                "was lost?); dropped unfinished (%d so far)", episode_id, steps, self.max_idle_calls,
+                self.num_dropped_episodes,
+            )
 
     def _finish(self, episode_id: str, terminated: bool) -> Dict[str, np.ndarray]:
         p = self._pending.pop(episode_id)
