@@ -94,3 +94,33 @@ def test_registered_env_builds_on_remote_env_runners(ray_session):
         assert result["env_runners"]["episode_len_mean"] == 4
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_torch_num_threads_setting_reaches_the_learner(name):
+    """A config that offers ``torch_num_threads`` has a learner that applies it, before building."""
+    import torch
+
+    from rllib_ext.common.threads import TorchThreadsLearner
+
+    config = registry.get_config_class(name)()
+    if not hasattr(config, "torch_num_threads"):
+        pytest.skip(f"{name} has no learner-side torch work to size")
+    learner_cls = config.get_default_learner_class()
+    assert issubclass(learner_cls, TorchThreadsLearner), learner_cls
+
+    class Built:
+        def build(self):
+            self.threads_at_build = torch.get_num_threads()
+
+    class Learner(TorchThreadsLearner, Built):
+        pass
+
+    before = torch.get_num_threads()
+    learner = Learner()
+    learner.config = config.training(torch_num_threads=1)
+    try:
+        learner.build()
+        assert learner.threads_at_build == 1
+    finally:
+        torch.set_num_threads(before)

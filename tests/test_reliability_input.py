@@ -44,6 +44,7 @@ SETTING_ROWS = [
     ("D", "refer_D", [0.0, 1.0, 1.5, -0.1]),
     ("name", "optimizer", ["adamw_nope"]),
     ("name", "sampler", ["sobol_nope"]),
+    ("threads", "torch_num_threads", [0, 1.5]),
     ("nonfinite", "lr", [math.nan, math.inf]),
     ("nonfinite", "gamma", [math.nan]),
     ("nonfinite", "noise_stdev", [math.nan, math.inf]),

@@ -36,6 +36,16 @@ DISCRETE, CONTINUOUS = "discrete", "continuous"
 _FINITE_CHECK_SKIPPED = ("env_config",)
 
 
+def is_integer(x: Any) -> bool:
+    """An int that is not a bool."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def is_number(x: Any) -> bool:
+    """An int or float that is not a bool."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def algo_name(config_or_cls: Any) -> str:
     """The registered name of an algorithm (``"IMPACT_EXT"``), else its class name.
 

@@ -61,6 +61,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     KeepsMinusOneSettings,
     check_default_module_builds,
@@ -114,6 +115,11 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         lambda_: λ of the V-trace GAE-λ advantage (§3.1).
         broadcast_interval: learner updates between weight broadcasts (``t_frequency``).
 
+    Own settings: ``surrogate_ratio``, ``optimizer``, ``optimizer_kwargs`` (see
+    :meth:`training`) and ``torch_num_threads`` (torch threads of the Learner's process; 1 by
+    default: with the learner in the driver, more threads contend with the env runners on a
+    small machine; None leaves torch's default).
+
     Example:
         >>> from rllib_ext import IMPACTConfig
         >>> config = IMPACTConfig().environment("CartPole-v1").training(lr=5e-4)
@@ -151,6 +157,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         self.surrogate_ratio = "r3"
         self.optimizer = "adam"
         self.optimizer_kwargs = {}
+        self.torch_num_threads = 1
         # V-trace truncations ρ̄ (on δ and on the value targets) and c̄ are RLlib's
         # `vtrace_clip_rho_threshold` (1.0) and `vtrace_clip_pg_rho_threshold` (1.0); c̄ = 1.0.
 
@@ -174,6 +181,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         surrogate_ratio: Optional[str] = NotProvided,
         optimizer: Optional[str] = NotProvided,
         optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
+        torch_num_threads: Optional[int] = NotProvided,
         **kwargs,
     ) -> Self:
         """Sets the training configuration (APPO's settings plus IMPACT_EXT's own).
@@ -185,6 +193,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                 ``rllib_ext.optim`` (paper 000 §4) once that module is installed.
             optimizer_kwargs: Extra keyword arguments for the optimizer's constructor (the
                 learning rate always comes from ``lr``).
+            torch_num_threads: torch threads of the Learner's process (1; None: torch's default).
             **kwargs: Any setting of :class:`APPOConfig.training` / :class:`IMPALAConfig`,
                 e.g. ``target_worker_clipping`` (ρ), ``circular_buffer_num_batches`` (N),
                 ``circular_buffer_iterations_per_batch`` (K), ``target_network_update_freq``
@@ -202,6 +211,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self.optimizer = optimizer
         if optimizer_kwargs is not NotProvided:
             self.optimizer_kwargs = dict(optimizer_kwargs or {})
+        if torch_num_threads is not NotProvided:
+            self.torch_num_threads = torch_num_threads
         return self
 
     @property
@@ -262,6 +273,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             )
         if not isinstance(self.optimizer_kwargs, dict):
             self._value_error(f"`optimizer_kwargs` must be a dict, got {self.optimizer_kwargs!r}")
+        check_torch_num_threads(self)
         if not isinstance(self.clip_param, (int, float)) or self.clip_param <= 0:
             self._value_error(f"`clip_param` (epsilon) must be > 0, got {self.clip_param!r}")
         if not isinstance(self.lambda_, (int, float)) or not 0.0 <= self.lambda_ <= 1.0:

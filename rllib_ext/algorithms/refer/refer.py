@@ -46,12 +46,15 @@ from ray.rllib.utils.metrics import (
 
 from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
 from rllib_ext.common.replay.rules import REPLAY_MODES
+from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CONTINUOUS,
     KeepsMinusOneSettings,
     check_finite_settings,
     check_vector_spaces,
     env_spaces,
+    is_integer,
+    is_number,
 )
 
 
@@ -150,25 +153,24 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         super().validate()
         if self.replay_mode not in REPLAY_MODES:
             self._value_error(f"`replay_mode` must be one of {', '.join(REPLAY_MODES)}, got {self.replay_mode!r}")
-        if not _number(self.refer_C) or self.refer_C <= 0:
+        if not is_number(self.refer_C) or self.refer_C <= 0:
             self._value_error(f"`refer_C` (C) must be > 0 so that c_max = 1 + C/(1 + A·t) > 1 (Eq. 13), got {self.refer_C!r}")
-        if not _number(self.refer_A) or self.refer_A < 0:
+        if not is_number(self.refer_A) or self.refer_A < 0:
             self._value_error(f"`refer_A` (A) must be >= 0, got {self.refer_A!r}")
-        if not _number(self.refer_D) or not 0.0 < self.refer_D < 1.0:
+        if not is_number(self.refer_D) or not 0.0 < self.refer_D < 1.0:
             self._value_error(f"`refer_D` (D) must be in (0, 1) (Eq. 12), got {self.refer_D!r}")
-        if self.refer_beta_rate is not None and (not _number(self.refer_beta_rate) or not 0 < self.refer_beta_rate <= 1):
+        if self.refer_beta_rate is not None and (not is_number(self.refer_beta_rate) or not 0 < self.refer_beta_rate <= 1):
             self._value_error(f"`refer_beta_rate` must be None or in (0, 1], got {self.refer_beta_rate!r}")
-        if not _integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
+        if not is_integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
             self._value_error(f"`train_batch_size_per_learner` (B) must be an integer >= 1, got {self.train_batch_size_per_learner!r}")
-        if not _integer(self.replay_capacity) or self.replay_capacity < 1:
+        if not is_integer(self.replay_capacity) or self.replay_capacity < 1:
             self._value_error(f"`replay_capacity` (N) must be an integer >= 1, got {self.replay_capacity!r}")
-        if not _integer(self.n_start) or not 1 <= self.n_start <= self.replay_capacity:
+        if not is_integer(self.n_start) or not 1 <= self.n_start <= self.replay_capacity:
             self._value_error(f"`n_start` (N_start) must be an integer in [1, replay_capacity], got {self.n_start!r}")
-        if not _number(self.steps_per_update) or self.steps_per_update <= 0:
+        if not is_number(self.steps_per_update) or self.steps_per_update <= 0:
             self._value_error(f"`steps_per_update` (F) must be > 0, got {self.steps_per_update!r}")
-        if self.torch_num_threads is not None and (not _integer(self.torch_num_threads) or self.torch_num_threads < 1):
-            self._value_error(f"`torch_num_threads` must be None or an integer >= 1, got {self.torch_num_threads!r}")
-        if not _integer(self.reward_scale_interval) or self.reward_scale_interval < 1:
+        check_torch_num_threads(self)
+        if not is_integer(self.reward_scale_interval) or self.reward_scale_interval < 1:
             self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")
         from rllib_ext.optim import OPTIMIZERS
 
@@ -190,12 +192,6 @@ def _refer_eta(config) -> float:
     return float(getattr(config, "actor_lr", config.lr))
 
 
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _integer(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
 
 
 class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
@@ -263,7 +259,7 @@ class ReFERQConfig(ReFERConfig):
     def validate(self) -> None:
         """ReFERConfig's checks plus τ ∈ (0, 1] and σ > 0."""
         super().validate()
-        if not _number(self.tau) or not 0.0 < self.tau <= 1.0:
+        if not is_number(self.tau) or not 0.0 < self.tau <= 1.0:
             self._value_error(f"`tau` must be in (0, 1], got {self.tau!r}")
-        if not _number(self.exploration_sigma) or self.exploration_sigma <= 0:
+        if not is_number(self.exploration_sigma) or self.exploration_sigma <= 0:
             self._value_error(f"`exploration_sigma` must be > 0, got {self.exploration_sigma!r}")

@@ -60,7 +60,16 @@ from ray.rllib.utils.metrics import (
 
 from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
 from rllib_ext.common.td3 import PAPER_HIDDENS
-from rllib_ext.common.validation import CONTINUOUS, algo_name, check_finite_settings, check_vector_spaces, env_spaces
+from rllib_ext.common.threads import check_torch_num_threads
+from rllib_ext.common.validation import (
+    CONTINUOUS,
+    algo_name,
+    check_finite_settings,
+    check_vector_spaces,
+    env_spaces,
+    is_integer,
+    is_number,
+)
 
 
 class TD3Config(AlgorithmConfig):
@@ -186,35 +195,34 @@ class TD3Config(AlgorithmConfig):
         except (ValueError, AttributeError) as e:
             self._value_error(f"optimizer: {e}")
         for name in ("actor_lr", "critic_lr", "updates_per_env_step"):
-            if not _number(getattr(self, name)) or getattr(self, name) <= 0:
+            if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
                 self._value_error(f"`{name}` must be > 0, got {getattr(self, name)!r}")
-        if not _number(self.tau) or not 0.0 < self.tau <= 1.0:
+        if not is_number(self.tau) or not 0.0 < self.tau <= 1.0:
             self._value_error(f"`tau` must be in (0, 1], got {self.tau!r}")
-        if not _number(self.gamma) or not 0.0 <= self.gamma <= 1.0:
+        if not is_number(self.gamma) or not 0.0 <= self.gamma <= 1.0:
             self._value_error(f"`gamma` must be in [0, 1], got {self.gamma!r}")
         for name in ("policy_noise", "noise_clip", "action_noise"):
-            if not _number(getattr(self, name)) or getattr(self, name) < 0:
+            if not is_number(getattr(self, name)) or getattr(self, name) < 0:
                 self._value_error(f"`{name}` must be >= 0, got {getattr(self, name)!r}")
-        if not _integer(self.policy_delay) or self.policy_delay < 1:
+        if not is_integer(self.policy_delay) or self.policy_delay < 1:
             self._value_error(f"`policy_delay` must be an integer >= 1, got {self.policy_delay!r}")
-        if not _integer(self.initial_steps) or self.initial_steps < 0:
+        if not is_integer(self.initial_steps) or self.initial_steps < 0:
             self._value_error(f"`initial_steps` must be an integer >= 0, got {self.initial_steps!r}")
-        if not _integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
+        if not is_integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
             self._value_error(
                 f"`train_batch_size_per_learner` must be an integer >= 1, got {self.train_batch_size_per_learner!r}"
             )
-        elif not _integer(self.replay_capacity) or self.replay_capacity < self.train_batch_size_per_learner:
+        elif not is_integer(self.replay_capacity) or self.replay_capacity < self.train_batch_size_per_learner:
             self._value_error(
                 f"`replay_capacity` must be an integer >= train_batch_size_per_learner "
                 f"({self.train_batch_size_per_learner}), got {self.replay_capacity!r}"
             )
         hiddens = self.model_config.get("fcnet_hiddens")
-        if not isinstance(hiddens, (list, tuple)) or not hiddens or not all(_integer(h) and h > 0 for h in hiddens):
+        if not isinstance(hiddens, (list, tuple)) or not hiddens or not all(is_integer(h) and h > 0 for h in hiddens):
             self._value_error(f"`model_config['fcnet_hiddens']` must be a non-empty list of positive integers, got {hiddens!r}")
         if not isinstance(self.checkpoint_replay, bool):
             self._value_error(f"`checkpoint_replay` must be True or False, got {self.checkpoint_replay!r}")
-        if self.torch_num_threads is not None and (not _integer(self.torch_num_threads) or self.torch_num_threads < 1):
-            self._value_error(f"`torch_num_threads` must be None or an integer >= 1, got {self.torch_num_threads!r}")
+        check_torch_num_threads(self)
         if self.normalize_actions:
             self._value_error(
                 f"{algo_name(self)} maps its actions onto the Box bounds itself (and stores them in env units); "
@@ -244,12 +252,6 @@ class TD3Config(AlgorithmConfig):
         return RLModuleSpec(module_class=TD3TorchRLModule)
 
 
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _integer(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
 
 
 class TD3(FiniteParametersGuard, Algorithm):

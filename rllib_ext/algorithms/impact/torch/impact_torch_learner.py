@@ -44,6 +44,7 @@ from rllib_ext.algorithms.impact.utils import (
     vtrace_gae_lambda,
     vtrace_targets,
 )
+from rllib_ext.common.threads import TorchThreadsLearner
 
 
 def make_optimizer(name: str, params, lr: float, **kwargs) -> torch.optim.Optimizer:
@@ -65,7 +66,7 @@ def make_optimizer(name: str, params, lr: float, **kwargs) -> torch.optim.Optimi
     return _make(key, params, lr=lr, **kwargs)
 
 
-class IMPACTTorchLearner(IMPACTLearner, TorchLearner):
+class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
     """Torch implementation of IMPACT's loss, target evaluation and optimizer choice."""
 
     @override(TorchLearner)

@@ -16,6 +16,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.refer.refer_learner import ReFERLearner
 from rllib_ext.common.replay.rules import diag_gaussian_kl, diag_gaussian_log_rho, near_policy_mask
+from rllib_ext.common.threads import TorchThreadsLearner
 from rllib_ext.optim import make_optimizer
 
 #: Cap on log ρ before exponentiation.
@@ -28,7 +29,7 @@ def split_mu(mu: torch.Tensor):
     return mean, torch.exp(log_std)
 
 
-class ReFERTorchLearner(ReFERLearner, TorchLearner):
+class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
     """Builds the optimizer named by ``config.optimizer`` (``rllib_ext.optim``) and anneals it.
 
     Subclasses with several optimizers (DDPG: actor and critic) override
@@ -39,9 +40,7 @@ class ReFERTorchLearner(ReFERLearner, TorchLearner):
 
     @override(TorchLearner)
     def build(self) -> None:
-        """Sets torch's thread count (``config.torch_num_threads``), then builds."""
-        if self.config.torch_num_threads is not None:
-            torch.set_num_threads(int(self.config.torch_num_threads))
+        """Builds (torch's thread count first, :class:`TorchThreadsLearner`), then the targets."""
         super().build()
         # After the optimizers exist, so that target weights are not trained (App. C remark 2
         # on Algorithm 4: targets start identical to the trained weights).

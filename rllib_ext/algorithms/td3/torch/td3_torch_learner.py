@@ -26,20 +26,14 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.td3.td3_learner import TD3Learner
 from rllib_ext.common.td3 import TD3Updater
+from rllib_ext.common.threads import TorchThreadsLearner
 
 #: The updater's counters and noise generator, kept in checkpoints next to RLlib's state.
 _UPDATER_STATE_KEYS = ("num_updates", "num_critic_steps", "num_actor_steps", "generator")
 
 
-class TD3TorchLearner(TD3Learner, TorchLearner):
+class TD3TorchLearner(TorchThreadsLearner, TD3Learner, TorchLearner):
     """Runs TD3 iterations on the RLModule's networks through a :class:`TD3Updater`."""
-
-    @override(TorchLearner)
-    def build(self) -> None:
-        """Sets torch's thread count (``config.torch_num_threads``), then builds."""
-        if self.config.torch_num_threads is not None:
-            torch.set_num_threads(int(self.config.torch_num_threads))
-        super().build()
 
     @override(TorchLearner)
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
