@@ -7,9 +7,14 @@ estimates ĝ (raw returns, no shaping, so estimators are comparable) give:
 - ``variance``: E‖ĝ − mean(ĝ)‖² over the repeats, and its ratio to the gaussian sampler's;
 - ``cosine``: mean cosine between ĝ and the reference gradient.
 
-Episodes run on the black-box engine's lean runners (ES_EXT's pool).
+Episodes run on the black-box engine's lean runners (ES_EXT's pool). ``--crn`` turns on the
+engine's ``common_random_numbers``: every perturbation of a batch starts from the same env
+seed, so the differences between returns are the perturbations' doing, not the start states'.
+The reference is the mean of ``--ref-batches`` estimates of ``2·ref-pairs/ref-batches``
+antithetic samples, each batch with its own seed (under ``--crn`` one batch would give the
+gradient at one start state only).
 
-    python benchmarks/es_samplers.py --env Pendulum-v1 --ns 5 20 40 --repeats 20 --ref-pairs 500
+    python benchmarks/es_samplers.py --env Pendulum-v1 --ns 6 20 40 --repeats 20 --ref-pairs 500 --crn
 """
 
 from __future__ import annotations
@@ -48,13 +53,13 @@ def returns_of(algo, seed: int, n: int) -> np.ndarray:
     return np.array([got[i] for i in range(n)])
 
 
-def build(env: str, sampler: str, sigma: float, runners: int, antithetic=None):
+def build(env: str, sampler: str, sigma: float, runners: int, antithetic=None, crn: bool = False):
     config = (
         ESConfig()
         .environment(env)
         .env_runners(num_env_runners=runners)
         .training(sampler=sampler, sampler_antithetic=antithetic, noise_stdev=sigma, observation_filter=False, policy_hiddens=[32, 32],
-                  return_shaping="none", episodes_per_batch=2)
+                  return_shaping="none", episodes_per_batch=2, common_random_numbers=crn)
         .debugging(seed=0)  # the same θ for every sampler
     )
     return config.build_algo()
@@ -68,20 +73,26 @@ def main():
     parser.add_argument("--ref-pairs", type=int, default=500)
     parser.add_argument("--sigma", type=float, default=0.02)
     parser.add_argument("--runners", type=int, default=2)
+    parser.add_argument("--ref-batches", type=int, default=50)
+    parser.add_argument("--crn", action="store_true", help="common random numbers (env seed per batch)")
     args = parser.parse_args()
     ray.init(num_cpus=args.runners + 1, include_dashboard=False, logging_level=logging.WARNING)
 
-    ref_algo = build(args.env, "antithetic", args.sigma, args.runners)
+    ref_algo = build(args.env, "antithetic", args.sigma, args.runners, crn=args.crn)
     theta = ref_algo.theta.copy()
-    n_ref = 2 * args.ref_pairs
-    ref_seed = 10_000
-    g_ref = es_gradient(returns_of(ref_algo, ref_seed, n_ref), ref_algo.sampler.sample(ref_seed, n_ref), args.sigma)
+    per_batch = 2 * max(1, args.ref_pairs // args.ref_batches)
+    ref_seeds = range(10_000, 10_000 + args.ref_batches)
+    g_ref = np.mean(
+        [es_gradient(returns_of(ref_algo, s, per_batch), ref_algo.sampler.sample(s, per_batch), args.sigma) for s in ref_seeds],
+        axis=0,
+    )
     ref_algo.stop()
-    print(f"{args.env}: d={theta.size}, reference from {n_ref} antithetic samples, ‖g_ref‖={np.linalg.norm(g_ref):.3g}")
+    print(f"{args.env}: d={theta.size}, crn={args.crn}, reference from {args.ref_batches}×{per_batch} antithetic "
+          f"samples, ‖g_ref‖={np.linalg.norm(g_ref):.3g}")
 
     rows = {}
     for name, sampler, antithetic in SAMPLERS:
-        algo = build(args.env, sampler, args.sigma, args.runners, antithetic)
+        algo = build(args.env, sampler, args.sigma, args.runners, antithetic, crn=args.crn)
         assert np.array_equal(algo.theta, theta), "every sampler must see the same θ"
         for n in args.ns:
             if algo.sampler.antithetic and n % 2:
