@@ -1,0 +1,50 @@
+"""The black-box engine shared by ES_EXT, DFD_EXT, CVES_EXT (and AES-RL's evaluations).
+
+Pieces, each an RLlib component so that RLlib manages, checkpoints and restarts it:
+
+- :class:`BlackBoxConfig` (``config.py``): the settings every black-box algorithm shares (policy, σ, sampler,
+  shaping, optimizer, observation filter, jobs in flight) and their checks.
+- :class:`BlackBoxRLModule` (``rl_module.py``): the policy (:class:`~rllib_ext.common.policies.MLPPolicy`) as a
+  TorchRLModule, so RLlib's learner group owns θ and its checkpoints.
+- :class:`BlackBoxLearner` (``learner.py``): the central "learner": applies a gradient *estimate* ĝ (computed
+  from returns, not backprop) with the optimizer chosen by name; its optimizer state is
+  checkpointed by RLlib.
+- :class:`BlackBoxEnvRunner` (``env_runner.py``): an RLlib ``EnvRunner`` whose episode loop is a plain gymnasium +
+  torch loop (RLlib's SingleAgentEnvRunner costs ~0.8 ms per step here, 4–9× a plain loop; see
+  benchmarks/es_throughput.py). Plugged in with ``env_runner_cls`` so RLlib's EnvRunnerGroup
+  health-checks and restarts it.
+- :class:`BlackBoxAlgorithm` (``algorithm.py``): the driver side every black-box algorithm shares: publishing
+  (θ_u, u, observation filter), the async job pool, merging filter deltas, evaluating θ_u, metrics.
+
+**Low bandwidth.** A job carries the update index u, a reference to (θ_u, filter state) that the
+runner fetches once per u, and perturbation ids ``(batch seed, n, i, sign)``; the runner
+regenerates ε_i from the sampler. A result is ``(job id, seed, i, return, length, u, runner id)``
+plus the runner's observation-statistics delta — never a noise vector.
+"""
+
+from rllib_ext.common.blackbox.algorithm import BLACKBOX, BlackBoxAlgorithm
+from rllib_ext.common.blackbox.config import BlackBoxConfig
+from rllib_ext.common.blackbox.env_runner import (
+    EVALUATION_STREAM,
+    PERTURBATION_STREAM,
+    BlackBoxEnvRunner,
+    EpisodeFailed,
+    EpisodeRecord,
+    episode_seed,
+)
+from rllib_ext.common.blackbox.learner import BlackBoxLearner
+from rllib_ext.common.blackbox.rl_module import BlackBoxRLModule
+
+__all__ = [
+    "BLACKBOX",
+    "EVALUATION_STREAM",
+    "PERTURBATION_STREAM",
+    "BlackBoxAlgorithm",
+    "BlackBoxConfig",
+    "BlackBoxEnvRunner",
+    "BlackBoxLearner",
+    "BlackBoxRLModule",
+    "EpisodeFailed",
+    "EpisodeRecord",
+    "episode_seed",
+]

@@ -1,0 +1,252 @@
+"""BlackBoxAlgorithm: the driver side every black-box algorithm shares."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_LEN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES_LIFETIME,
+)
+
+from rllib_ext.common.blackbox.env_runner import EVALUATION_STREAM, PERTURBATION_STREAM
+from rllib_ext.common.guards import FiniteParametersGuard
+from rllib_ext.common.obs_filter import ObservationFilter
+from rllib_ext.common.validation import algo_name
+
+logger = logging.getLogger(__name__)
+
+BLACKBOX = "blackbox"  # metrics key prefix of the engine's own metrics
+
+
+class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
+    """Algorithm base of the ES family: θ_u publishing, the job pool, filter merging, metrics.
+
+    Subclasses implement ``training_step`` with :meth:`submit_perturbations`,
+    :meth:`collect`, :meth:`apply_update` and :meth:`log_batch`. Extra state they keep must be
+    added in ``_extra_state`` / ``_set_extra_state`` so checkpoints carry it.
+    """
+
+    @override(Algorithm)
+    def setup(self, config):
+        from rllib_ext.common.async_pool import AsyncJobPool
+
+        super().setup(config)
+        obs_space = self.spaces[DEFAULT_MODULE_ID][0]
+        self.obs_filter = ObservationFilter(
+            obs_space.shape, clip=self.config.obs_clip, enabled=bool(self.config.observation_filter)
+        )
+        self.pool = AsyncJobPool(self.env_runner_group, jobs_in_flight=self.config.jobs_in_flight_per_env_runner)
+        self.update_index = 0  # u
+        self.batch_seed = int(self.config.batch_seed_offset) + 1_000_003 * int(self.config.seed or 0)
+        self.counters = {
+            "episodes_failed": 0, "returns_dropped_stale": 0, "env_steps": 0, "episodes": 0, "useful_runner_s": 0.0,
+        }
+        self._t_first_update = None  # wall clock of the first training_step (updates_per_s)
+        self.theta = self._on_learner(lambda learner: learner.get_flat())
+        self.sampler = self.config.make_sampler(self.theta.size)
+        self.publish()
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _on_learner(self, fn):
+        return self.learner_group.foreach_learner(fn).result_or_errors[0].get()
+
+    @property
+    def num_runners(self) -> int:
+        return max(len(self.pool.healthy_runner_ids()), 1)
+
+    def publish(self) -> None:
+        """Makes (θ_u, filter state) of update u the parameters of every call sent from now on."""
+        payload = (self.theta, self.obs_filter.get_state())
+        self.pool.publish(self.update_index, payload)
+        if self.env_runner is not None:  # the local runner: `rllib evaluate`, restarts sync from it
+            self.env_runner.publish(self.update_index, payload)
+
+    def next_batch_seed(self) -> int:
+        self.batch_seed += 1
+        return self.batch_seed
+
+    def call_size(self, n: int) -> int:
+        """Perturbations per remote call: fixed, or ``auto`` ≈ 4 calls per runner per batch."""
+        per_call = self.config.perturbations_per_call
+        if per_call == "auto":
+            return max(1, n // (4 * self.num_runners))
+        return int(per_call)
+
+    def submit_perturbations(self, seed: int, n: int, indices=None) -> List[int]:
+        """Queues rows ``indices`` (default all n) of batch ``seed``; returns their job ids."""
+        indices = list(range(n) if indices is None else indices)
+        size = self.call_size(n)
+        ids = []
+        for start in range(0, len(indices), size):
+            jobs = []
+            for index in indices[start : start + size]:
+                jobs.append({"id": self.pool.new_job_id(), "seed": seed, "n": n, "index": int(index),
+                             "env_seed": self.job_env_seed(seed)})
+            self.pool.submit(jobs)
+            ids += [j["id"] for j in jobs]
+        return ids
+
+    def submit_unperturbed(self, episodes: int) -> List[int]:
+        ids = []
+        for _ in range(episodes):
+            job_id = self.pool.new_job_id()
+            self.pool.submit([{"id": job_id, "seed": None, "n": 0, "index": None, "env_seed": self.eval_env_seed()}])
+            ids.append(job_id)
+        return ids
+
+    def job_env_seed(self, batch_seed: int) -> Optional[List[int]]:
+        """Entropy of a perturbation job's episodes under ``common_random_numbers`` (else None)."""
+        return [PERTURBATION_STREAM, int(batch_seed)] if self.config.common_random_numbers else None
+
+    def eval_env_seed(self) -> Optional[List[int]]:
+        """Entropy of θ_u's next evaluation episode under ``common_random_numbers``: (u, j)."""
+        if not self.config.common_random_numbers:
+            return None
+        u, j = getattr(self, "_eval_seed_counter", (self.update_index, 0))
+        j = j if u == self.update_index else 0
+        self._eval_seed_counter = (self.update_index, j + 1)
+        return [EVALUATION_STREAM, int(self.config.seed or 0), self.update_index, j]
+
+    #: Seconds without any result and without a healthy env runner before a loop gives up.
+    no_runner_timeout_s = 120.0
+
+    def note_progress(self, progressed: bool) -> None:
+        """Call once per polling round: fails loudly when runners are gone instead of waiting forever.
+
+        Raises:
+            RuntimeError: No result for :attr:`no_runner_timeout_s` and no healthy env runner.
+        """
+        now = time.perf_counter()
+        if progressed or getattr(self, "_last_progress", None) is None:
+            self._last_progress = now
+        elif now - self._last_progress > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
+            raise RuntimeError(f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s")
+
+    def check_can_train(self) -> None:
+        """Training evaluates on remote runners (a driver-only build is for `rllib evaluate`)."""
+        if self.env_runner_group.num_remote_env_runners() < 1:
+            raise ValueError(f"{type(self).__name__} needs num_env_runners >= 1 to train")
+
+    def collect(self, timeout_s: float = 0.01):
+        """(finished results, failed results), with filter deltas merged and failures counted.
+
+        A failed episode (the env raised, or returned NaN/inf) is logged and counted, never used
+        as a return; the caller decides whether to re-submit its perturbation.
+        """
+        ok, failed = [], []
+        for call in self.pool.poll(timeout_s=timeout_s):
+            self.obs_filter.merge(call["obs_delta"])
+            for r in call["results"]:
+                r["runner"] = call["runner"]
+                if r["failed"]:
+                    self.counters["episodes_failed"] += 1
+                    logger.warning("rllib_ext: episode on env runner %s failed and is not used: %s", call["runner"], r["error"])
+                    failed.append(r)
+                    continue
+                self.counters["env_steps"] += r["length"]
+                self.counters["episodes"] += 1
+                ok.append(r)
+        return ok, failed
+
+    def apply_update(self, g_hat: np.ndarray, reward: Optional[float] = None) -> Dict[str, float]:
+        """Steps the learner's optimizer along ĝ, then publishes θ_{u+1}, u+1."""
+        stats = self._on_learner(lambda learner: learner.apply_gradient_estimate(g_hat, reward))
+        self.theta = self._on_learner(lambda learner: learner.get_flat())
+        self.update_index += 1
+        self.publish()
+        return stats
+
+    def log_batch(self, results: List[Dict[str, Any]], since: float, busy_before: Dict[int, float]) -> None:
+        """Env-step/episode counters and return metrics under RLlib's keys, plus utilization.
+
+        ``worker_utilization``: runner busy time / (runners × wall); ``useful_utilization``: the
+        part of it spent on episodes whose returns this update used; ``updates_per_s``.
+        """
+        steps = int(sum(r["length"] for r in results))
+        m = self.metrics
+        m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), steps, reduce="lifetime_sum")
+        m.log_value((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), len(results), reduce="lifetime_sum")
+        m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED), steps, reduce="sum")
+        if results:
+            returns = [r["return"] for r in results]
+            window = max(self.config.episodes_per_batch, 10)
+            for key, value in (
+                (EPISODE_RETURN_MEAN, float(np.mean(returns))),
+                (EPISODE_LEN_MEAN, float(np.mean([r["length"] for r in results]))),
+            ):
+                m.log_value((ENV_RUNNER_RESULTS, key), value, reduce="mean", window=window)
+            m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX), float(np.max(returns)), reduce="max", window=window)
+            m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MIN), float(np.min(returns)), reduce="min", window=window)
+        m.log_value((BLACKBOX, "worker_utilization"), self.pool.utilization(since, busy_before, self.num_runners), reduce="mean", window=20)
+        # Runner time spent on episodes whose returns entered this update / (runners × wall).
+        wall = max(time.perf_counter() - since, 1e-9)
+        useful_s = sum(r.get("duration_s", 0.0) for r in results)
+        self.counters["useful_runner_s"] += useful_s
+        m.log_value((BLACKBOX, "env_steps_per_s"), steps / wall, reduce="mean", window=20)
+        m.log_value((BLACKBOX, "useful_utilization"), useful_s / (self.num_runners * wall), reduce="mean", window=20)
+        if self._t_first_update is None:
+            self._t_first_update = since
+        m.log_value(
+            (BLACKBOX, "updates_per_s"),
+            self.update_index / max(time.perf_counter() - self._t_first_update, 1e-9),
+            reduce="mean", window=1,
+        )
+        m.log_value((BLACKBOX, "update_index"), self.update_index, reduce="max", window=1)
+        for key in ("episodes_failed", "returns_dropped_stale"):
+            m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
+        m.log_value((BLACKBOX, "runner_calls_lost_lifetime"), self.pool.num_calls_lost, reduce="max", window=1)
+        m.log_value((BLACKBOX, "jobs_requeued_lifetime"), self.pool.num_jobs_requeued, reduce="max", window=1)
+        m.log_value((BLACKBOX, "num_healthy_env_runners"), len(self.pool.healthy_runner_ids()), reduce="mean", window=1)
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def _extra_state(self) -> Dict[str, Any]:
+        return {}
+
+    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+        pass
+
+    @override(Algorithm)
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        state[BLACKBOX] = {
+            "update_index": self.update_index,
+            "batch_seed": self.batch_seed,
+            "obs_filter": self.obs_filter.get_state(),
+            "counters": dict(self.counters),
+            "extra": self._extra_state(),
+        }
+        return state
+
+    @override(Algorithm)
+    def set_state(self, state) -> None:
+        super().set_state(state)
+        own = state.get(BLACKBOX)
+        if own is not None:
+            self.update_index = own["update_index"]
+            self.batch_seed = own["batch_seed"]
+            self.obs_filter.set_state(own["obs_filter"])
+            self.counters.update(own["counters"])
+            self._set_extra_state(own["extra"])
+        self.theta = self._on_learner(lambda learner: learner.get_flat())
+        self.publish()
+
+    @override(Algorithm)
+    def cleanup(self) -> None:
+        try:
+            self.pool.drain(timeout_s=10.0)
+        except Exception:  # noqa: BLE001 - shutting down; a dead runner must not block stop()
+            pass
+        super().cleanup()

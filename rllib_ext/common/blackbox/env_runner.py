@@ -1,0 +1,282 @@
+"""BlackBoxEnvRunner: the lean env runner (a plain gymnasium + torch episode loop)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import ray
+import torch
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.core import COMPONENT_RL_MODULE, DEFAULT_MODULE_ID
+from ray.rllib.env import INPUT_ENV_SINGLE_SPACES, INPUT_ENV_SPACES
+from ray.rllib.env.env_runner import EnvRunner
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.checkpoints import Checkpointable
+from ray.rllib.utils.metrics import (
+    EPISODE_LEN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    NUM_ENV_STEPS_SAMPLED,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_EPISODES,
+)
+
+from rllib_ext.common import samplers as samplers_lib
+from rllib_ext.common.obs_filter import ObservationFilter
+from rllib_ext.common.policies import check_policy_spec
+from rllib_ext.common.validation import make_single_env
+
+# Tags that keep the episode seeds of perturbations and of θ_u's evaluations apart.
+PERTURBATION_STREAM, EVALUATION_STREAM = 1, 2
+
+
+def episode_seed(entropy: Optional[List[int]], k: int) -> Optional[int]:
+    """Seed of episode k of a job whose ``env_seed`` is ``entropy`` (None: the runner's stream)."""
+    if entropy is None:
+        return None
+    return int(np.random.SeedSequence([*entropy, int(k)]).generate_state(1)[0])
+
+
+class EpisodeRecord:
+    """What ``BlackBoxEnvRunner.sample`` returns per episode (``get_return()``, ``len()``)."""
+
+    __slots__ = ("ret", "length")
+
+    def __init__(self, ret: float, length: int):
+        self.ret, self.length = ret, length
+
+    def get_return(self) -> float:
+        return self.ret
+
+    def __len__(self) -> int:
+        return self.length
+
+
+class EpisodeFailed(Exception):
+    """An episode that cannot count: the env raised, or returned a non-finite value."""
+
+
+class BlackBoxEnvRunner(EnvRunner, Checkpointable):
+    """Lean env runner: a plain episode loop with the policy of :class:`BlackBoxRLModule`.
+
+    Remote methods used by the driver (:class:`AsyncJobPool`): :meth:`run_jobs`. RLlib's own
+    contract (state sync, restarts, ``rllib evaluate``): :meth:`sample`, :meth:`get_state`,
+    :meth:`set_state`, :meth:`get_spaces`, :meth:`get_metrics`, :meth:`assert_healthy`.
+    """
+
+    def __init__(self, *, config: AlgorithmConfig, **kwargs):
+        super().__init__(config=config, **kwargs)
+        torch.set_num_threads(1)
+        self.worker_index = kwargs.get("worker_index", 0) or 0
+        self.make_env()
+        self.make_module()
+        self.obs_filter = ObservationFilter(
+            self.env.observation_space.shape,
+            clip=config.obs_clip,
+            enabled=bool(config.observation_filter),
+        )
+        self.version = -1
+        self._theta = self.module.get_flat()
+        self._samplers: Dict[int, samplers_lib.PerturbationSampler] = {}
+        self._rng = torch.Generator().manual_seed(int(self._seed or 0) + 7919 * self.worker_index)
+        self._done_returns: List[float] = []
+        self._done_lengths: List[int] = []
+
+    # -- RLlib's EnvRunner contract ---------------------------------------------------------
+    @override(EnvRunner)
+    def make_env(self):
+        if self.env is not None:
+            try:
+                self.env.close()
+            except Exception:  # noqa: BLE001 - a broken env may fail to close; we replace it
+                pass
+        self.env = make_single_env(self.config, self.worker_index, self.num_workers)
+        seed = None if self._seed is None else int(self._seed)
+        self.env.reset(seed=seed)
+        if seed is not None:
+            self.env.action_space.seed(seed)
+
+    @override(EnvRunner)
+    def make_module(self):
+        spec = self.config.get_rl_module_spec(env=self.env, spaces=self.get_spaces(), inference_only=True)
+        self.module = spec.build()
+        check_policy_spec(self.env.action_space, self.config.policy_head, self.config.policy_activation)
+
+    @override(EnvRunner)
+    def assert_healthy(self):
+        assert self.env is not None and self.module is not None
+
+    @override(EnvRunner)
+    def get_spaces(self):
+        spaces = (self.env.observation_space, self.env.action_space)
+        return {INPUT_ENV_SPACES: spaces, INPUT_ENV_SINGLE_SPACES: spaces, DEFAULT_MODULE_ID: spaces}
+
+    @override(EnvRunner)
+    def sample(self, *, num_episodes: int = 1, explore: bool = False, **kwargs) -> List[EpisodeRecord]:
+        """Episodes of the unperturbed policy (used by ``rllib evaluate`` and evaluation)."""
+        self.module.set_flat(self._theta)
+        out = []
+        for _ in range(num_episodes):
+            ret, length = self._run_episode(explore=explore, record_obs=False)
+            out.append(EpisodeRecord(ret, length))
+        return out
+
+    @override(EnvRunner)
+    def get_metrics(self):
+        rets, lens = self._done_returns, self._done_lengths
+        metrics = {NUM_EPISODES: len(rets), NUM_ENV_STEPS_SAMPLED: int(sum(lens))}
+        if rets:
+            metrics.update(
+                {
+                    EPISODE_RETURN_MEAN: float(np.mean(rets)),
+                    EPISODE_RETURN_MAX: float(np.max(rets)),
+                    EPISODE_RETURN_MIN: float(np.min(rets)),
+                    EPISODE_LEN_MEAN: float(np.mean(lens)),
+                }
+            )
+        self._done_returns, self._done_lengths = [], []
+        return metrics
+
+    @override(Checkpointable)
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        self.module.set_flat(self._theta)
+        return {
+            COMPONENT_RL_MODULE: self.module.get_state(),
+            "obs_filter": self.obs_filter.get_state(),
+            "version": self.version,
+            NUM_ENV_STEPS_SAMPLED_LIFETIME: self.num_env_steps_sampled_lifetime,
+        }
+
+    @override(Checkpointable)
+    def set_state(self, state):
+        if COMPONENT_RL_MODULE in state:
+            module_state = state[COMPONENT_RL_MODULE]
+            if isinstance(module_state, ray.ObjectRef):
+                module_state = ray.get(module_state)
+            if isinstance(module_state, dict) and DEFAULT_MODULE_ID in module_state:
+                module_state = module_state[DEFAULT_MODULE_ID]
+            self.module.set_state(module_state)
+            self._theta = self.module.get_flat()
+        if "obs_filter" in state:
+            self.obs_filter.set_state(state["obs_filter"])
+        # The version is not adopted: a restored (restarted) runner fetches the payload of the
+        # next job's version, which may hold more than θ and the filter (CVES's γ's, ...).
+        self.version = -1
+        if NUM_ENV_STEPS_SAMPLED_LIFETIME in state:
+            self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
+
+    @override(Checkpointable)
+    def get_ctor_args_and_kwargs(self):
+        return (), {"config": self.config}
+
+    @override(Checkpointable)
+    def get_checkpointable_components(self):
+        return []
+
+    @override(EnvRunner)
+    def stop(self):
+        if self.env is not None:
+            self.env.close()
+
+    # -- The black-box job protocol ---------------------------------------------------------
+    def publish(self, version: int, payload) -> None:
+        """Adopts θ_u and the filter state of update ``version`` (payload: (θ, filter state))."""
+        theta, filter_state = payload
+        self._theta = np.asarray(theta, dtype=np.float32)
+        if filter_state is not None:
+            self.obs_filter.set_state(filter_state)
+        self.version = version
+
+    def _sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
+        if dim not in self._samplers:
+            self._samplers[dim] = self.config.make_sampler(dim)
+        return self._samplers[dim]
+
+    def perturbed_theta(self, seed: int, n: int, index: int) -> np.ndarray:
+        """θ_u + σ·ε_index of batch ``seed`` (ε regenerated from the sampler, never shipped)."""
+        eps = self._sampler(self._theta.size).perturbation(seed, n, index)
+        return self._theta + np.float32(self.config.noise_stdev) * eps
+
+    def run_jobs(self, version: int, payload_ref: List[ray.ObjectRef], jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
+        """Evaluates perturbations of θ_version, one episode each (``episodes_per_job`` each).
+
+        Args:
+            version: Update index u of the parameters the jobs perturb.
+            payload_ref: ``[ObjectRef((θ_u, filter state))]``; fetched only when u is new here.
+            jobs: Dicts with ``id``, ``seed``, ``n``, ``index`` (a row of the sampler's batch) or
+                ``index: None`` for the unperturbed θ_u.
+
+        Returns:
+            ``{"results": [...], "busy_s", "runner", "obs_delta", "steps"}``; each result
+            ``{"id", "seed", "n", "index", "return", "length", "u", "failed", "error",
+            "duration_s"}``.
+        """
+        t0 = time.perf_counter()
+        if version != self.version:
+            self.publish(version, ray.get(payload_ref[0]))
+        results, steps = [], 0
+        for job in jobs:
+            index = job.get("index")
+            theta = self._theta if index is None else self.perturbed_theta(job["seed"], job["n"], index)
+            self.module.set_flat(theta)
+            for k in range(int(self.config.episodes_per_job)):
+                t_episode = time.perf_counter()
+                try:
+                    ret, length = self._run_episode(
+                        explore=bool(self.config.explore_perturbations), seed=episode_seed(job.get("env_seed"), k)
+                    )
+                    failed, error = False, None
+                except EpisodeFailed as e:
+                    ret, length, failed, error = float("nan"), 0, True, str(e)
+                    self.make_env()  # a fresh env for the next episode (RLlib's recovery too)
+                steps += length
+                results.append(
+                    {"id": job["id"], "seed": job.get("seed"), "n": job.get("n"), "index": index,
+                     "return": ret, "length": length, "u": version, "failed": failed, "error": error,
+                     "duration_s": time.perf_counter() - t_episode}
+                )
+        return {
+            "results": results,
+            "busy_s": time.perf_counter() - t0,
+            "runner": self.worker_index,
+            "obs_delta": self.obs_filter.pop_delta(),
+            "steps": steps,
+        }
+
+    def _run_episode(self, explore: bool = False, record_obs: bool = True, seed: Optional[int] = None):
+        """One full episode with the module's current weights: (return, length).
+
+        ``seed`` (``common_random_numbers``) resets the env and the action generator with it;
+        None continues the runner's own streams.
+
+        Raises:
+            EpisodeFailed: The env raised, or returned a non-finite observation or reward.
+        """
+        env, policy, obs_filter = self.env, self.module.policy, self.obs_filter
+        if seed is not None:
+            self._rng.manual_seed(seed)
+        try:
+            obs, _ = env.reset(seed=seed)
+            total, length, done = 0.0, 0, False
+            while not done:
+                if not np.isfinite(obs).all():
+                    raise EpisodeFailed(f"non-finite observation at step {length}: {obs}")
+                action = policy.act(obs_filter(obs, record=record_obs), explore=explore, generator=self._rng)
+                obs, reward, terminated, truncated, _ = env.step(action)
+                if not math.isfinite(reward):
+                    raise EpisodeFailed(f"non-finite reward at step {length}: {reward}")
+                total += float(reward)
+                length += 1
+                done = terminated or truncated
+        except EpisodeFailed:
+            raise
+        except Exception as e:  # the env itself raised
+            raise EpisodeFailed(f"env raised {type(e).__name__}: {e}") from e
+        self.num_env_steps_sampled_lifetime += length
+        self._done_returns.append(total)
+        self._done_lengths.append(length)
+        return total, length
