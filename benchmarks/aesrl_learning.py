@@ -82,7 +82,10 @@ def run(method: str, args, seed: int) -> dict:
         wall = time.perf_counter() - t0
         if hasattr(algo, "sync_mu_to_learner"):
             algo.publish()  # μ to the runners (their sample() evaluates it)
-        return {"return": final_return(algo, args.eval_episodes), "wall_s": wall, "steps": steps(algo)}
+        out = {"return": final_return(algo, args.eval_episodes), "wall_s": wall, "steps": steps(algo)}
+        if hasattr(algo, "counters"):  # the shared critic's TD3 steps (TD3_EXT: one per env step)
+            out["critic_steps"] = algo.counters["critic_steps"]
+        return out
     finally:
         algo.stop()
 
