@@ -198,6 +198,8 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             isinstance(self.perturbations_per_call, int) and self.perturbations_per_call >= 1
         ):
             self._value_error(f"perturbations_per_call must be 'auto' or an integer >= 1, got {self.perturbations_per_call!r}")
+        if not isinstance(self.common_random_numbers, bool):
+            self._value_error(f"common_random_numbers must be True or False, got {self.common_random_numbers!r}")
         if self.obs_clip is not None and self.obs_clip <= 0:
             self._value_error(f"obs_clip must be > 0 or None, got {self.obs_clip}")
         if not all(isinstance(h, int) and h > 0 for h in self.policy_hiddens):
