@@ -11,6 +11,7 @@ this machine: −249 on Pendulum at ~7.5k env steps (272 s); the script prints t
     .venv/bin/python benchmarks/refer.py                          # the full grid (hours)
     .venv/bin/python benchmarks/refer.py --algos VRACER_EXT --modes refer,er --seeds 1 --budget 20000
     .venv/bin/python benchmarks/refer.py --grad-only                # gradient steps/s at B 256
+    .venv/bin/python benchmarks/refer.py --algos VRACER_EXT --seeds 2 --first-seed 1   # seeds 1, 2
 
 Settings per learner are the tuned example's (tuned_examples/vracer_ext/pendulum-v1.yaml) for
 V-RACER; DDPG and NAF use the same γ 0.99 and N_start 2000 with their App. A learning rates ×10.
@@ -115,7 +116,8 @@ def main(argv=None) -> int:
     p.add_argument("--env", default="Pendulum-v1")
     p.add_argument("--algos", default="VRACER_EXT,DDPG_EXT,NAF_EXT")
     p.add_argument("--modes", default=None, help="comma-separated; default per algorithm (see DEFAULT_MODES)")
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--seeds", type=int, default=3, help="how many seeds")
+    p.add_argument("--first-seed", type=int, default=0, help="seeds first-seed .. first-seed+seeds-1")
     p.add_argument("--budget", type=int, default=40000, help="env steps per run")
     p.add_argument("--target", type=float, default=-250.0)
     p.add_argument("--out", default=None, help="also write the rows as JSON lines here")
@@ -136,7 +138,7 @@ def main(argv=None) -> int:
     results = []
     for algo_name in args.algos.split(","):
         for mode in (args.modes or DEFAULT_MODES[algo_name]).split(","):
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 res = run_one(algo_name, args.env, mode, seed, args.budget, args.target)
                 results.append(res)
                 print(json.dumps(res), flush=True)
