@@ -138,6 +138,23 @@ def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session)
         algo.stop()
 
 
+def test_aesrl_critic_floor_holds_individuals_until_the_critic_catches_up(ray_session):
+    """critic_min_steps_per_env_step: no individual starts while the critic is below its floor."""
+    floor, per_call = 1.0, 50
+    algo = aesrl_config(initial_steps=400, critic_min_steps_per_env_step=floor, critic_steps_per_call=per_call).build_algo()
+    try:
+        start = algo.config.effective_rl_start_steps
+        result = train_until(algo, lambda r: algo.counters["individual_steps"] >= start + 1200)
+        steps, critic = algo.counters["individual_steps"], algo.counters["critic_steps"]
+        # Individuals already running when the floor was reached finish: at most one 200-step
+        # Pendulum episode per job slot beyond it.
+        slots = algo.config.num_env_runners * algo.config.jobs_in_flight_per_env_runner
+        assert critic + per_call >= floor * (steps - start - slots * 200), (steps, critic)
+        assert result["blackbox"]["critic_wait_s_lifetime"] > 0
+    finally:
+        algo.stop()
+
+
 # -- CEMRL_EXT ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
 def test_cemrl_generations(ray_session, tmp_path, mode):
@@ -188,6 +205,7 @@ def test_cemrl_generations(ray_session, tmp_path, mode):
         ("Pendulum-v1", {"sigma_init": 0.0}, "sigma_init"),
         ("Pendulum-v1", {"p_desired": 1.5}, "p_desired"),
         ("Pendulum-v1", {"tau": 0.0}, "tau"),
+        ("Pendulum-v1", {"critic_min_steps_per_env_step": 2.0}, "critic_min_steps_per_env_step"),
     ],
 )
 def test_aesrl_bad_input_is_one_clear_error(env, settings, match):

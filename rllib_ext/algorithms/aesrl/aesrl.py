@@ -14,7 +14,13 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
 2. The shared critic trains continuously in the critic worker (line 3): one ``train`` call of
    ``critic_steps_per_call`` steps is always in flight, with μ as the TD3 target actor (the
    reference code's choice), as long as critic steps ≤ ``critic_steps_per_env_step`` × env steps
-   (the reference trains while critic steps < total steps).
+   (the reference trains while critic steps < total steps). On a machine with spare cores the
+   critic keeps up by itself; on a small one (2 cores: the runners take them) it falls far behind
+   the env steps. ``critic_min_steps_per_env_step`` > 0 (default 0, the paper's free-running
+   critic) then holds new individuals back while the critic has fewer than that many steps per
+   env step since ``rl_start_steps`` (less one call), for comparisons at an equal critic budget
+   (TD3_EXT and CEM-RL make about one per env step); the time held is
+   ``blackbox/critic_wait_s_lifetime``.
 3. When an individual finishes (lines 28–33): the population is updated with (z, f(z)) by the
    chosen mean and variance rules (§3.3–3.4, :class:`~rllib_ext.algorithms.aesrl.aesrl_learner.
    AsyncPopulation`), its steps are counted, and μ, σ² (update u + 1) are published.
@@ -95,7 +101,8 @@ class AESRLConfig(ERLConfig):
         mean_fitness, mean_eval_episodes, mean_eval_interval: how f(μ) is estimated (module
             docstring).
         critic_steps_per_call: critic steps per call to the critic worker (the reference's
-            ``critic_batch``); critic_steps_per_env_step: the cap on critic steps (1.0).
+            ``critic_batch``); critic_steps_per_env_step: the cap on critic steps (1.0);
+            critic_min_steps_per_env_step: the floor (0: none; see the module docstring).
     """
 
     def __init__(self, algo_class=None):
@@ -118,6 +125,7 @@ class AESRLConfig(ERLConfig):
         self.mean_eval_interval = 0
         self.critic_steps_per_call = 500
         self.critic_steps_per_env_step = 1.0
+        self.critic_min_steps_per_env_step = 0.0
 
     @override(ERLConfig)
     def training(
@@ -141,6 +149,7 @@ class AESRLConfig(ERLConfig):
         mean_eval_interval=NotProvided,
         critic_steps_per_call=NotProvided,
         critic_steps_per_env_step=NotProvided,
+        critic_min_steps_per_env_step=NotProvided,
         **kwargs,
     ) -> "AESRLConfig":
         super().training(**kwargs)
@@ -151,6 +160,7 @@ class AESRLConfig(ERLConfig):
             success_factor=success_factor, k_rl=k_rl, p_desired=p_desired, mean_fitness=mean_fitness,
             mean_eval_episodes=mean_eval_episodes, mean_eval_interval=mean_eval_interval,
             critic_steps_per_call=critic_steps_per_call, critic_steps_per_env_step=critic_steps_per_env_step,
+            critic_min_steps_per_env_step=critic_min_steps_per_env_step,
         )
         return self
 
@@ -175,6 +185,12 @@ class AESRLConfig(ERLConfig):
                 continue
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
                 self._value_error(f"{name} must be a finite number > 0, got {v!r}")
+        floor = self.critic_min_steps_per_env_step
+        if not (isinstance(floor, (int, float)) and 0 <= floor <= self.critic_steps_per_env_step):
+            self._value_error(
+                f"critic_min_steps_per_env_step must be in [0, critic_steps_per_env_step "
+                f"({self.critic_steps_per_env_step})], got {floor!r}"
+            )
         if not 0 < self.success_factor <= 1:
             self._value_error(f"success_factor must be in (0, 1], got {self.success_factor!r}")
         fb = self.effective_fitness_baseline
@@ -236,7 +252,7 @@ class AESRL(ERLAlgorithm):
         super().setup(config)
         self.population = self.config.make_population(self.mu)
         self.population.var = self.var
-        self.counters.update({"mean_eval_env_steps": 0, "individuals_failed": 0})
+        self.counters.update({"mean_eval_env_steps": 0, "individuals_failed": 0, "critic_wait_s": 0.0})
         self._pending: Dict[int, Dict[str, Any]] = {}  # job id -> {"z", "rl"}: individuals in flight
         self._awaiting_mean: Dict[int, Dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
         self._untold: List[Dict[str, Any]] = []  # finished individuals waiting for the first f(μ)
@@ -289,6 +305,15 @@ class AESRL(ERLAlgorithm):
             return
         if self.counters["critic_steps"] + cfg.critic_steps_per_call <= cfg.critic_steps_per_env_step * steps:
             self._critic_call = self.critic.train.remote(int(cfg.critic_steps_per_call), self.mu)
+
+    def _critic_behind(self) -> bool:
+        """Whether the critic is below its floor of steps per env step (then no new individuals)."""
+        cfg = self.config
+        floor = cfg.critic_min_steps_per_env_step
+        if not floor:
+            return False
+        since_start = self.counters["individual_steps"] - cfg.effective_rl_start_steps
+        return since_start > 0 and self.counters["critic_steps"] + cfg.critic_steps_per_call < floor * since_start
 
     # -- finishing -----------------------------------------------------------------------------
     def _tell(self, individual: Dict[str, Any]) -> None:
@@ -351,9 +376,14 @@ class AESRL(ERLAlgorithm):
         finished = []
         while True:
             self._pump_critic()
-            for _ in range(self.free_slots()):
-                self._submit_individual()
-            ok, failed = self.collect(timeout_s=0.05)
+            if self._critic_behind():
+                t_wait = time.perf_counter()
+                ok, failed = self.collect(timeout_s=0.05)
+                self.counters["critic_wait_s"] += time.perf_counter() - t_wait
+            else:
+                for _ in range(self.free_slots()):
+                    self._submit_individual()
+                ok, failed = self.collect(timeout_s=0.05)
             for r in failed:
                 if r.get("kind") == "mean":
                     self._on_mean(r)
@@ -386,6 +416,7 @@ class AESRL(ERLAlgorithm):
         m = self.metrics
         m.log_value((BLACKBOX, "mean_eval_env_steps_lifetime"), self.counters["mean_eval_env_steps"], reduce="max", window=1)
         m.log_value((BLACKBOX, "individuals_failed_lifetime"), self.counters["individuals_failed"], reduce="max", window=1)
+        m.log_value((BLACKBOX, "critic_wait_s_lifetime"), self.counters["critic_wait_s"], reduce="max", window=1)
         for kind, ps in self._p_by_kind.items():
             if ps:
                 m.log_value((BLACKBOX, f"p_{kind}_individuals"), float(np.mean(ps)), reduce="mean", window=1)
