@@ -192,8 +192,6 @@ def _refer_eta(config) -> float:
     return float(getattr(config, "actor_lr", config.lr))
 
 
-
-
 class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
     """Algorithm 1 of paper 003 on RLlib's env runners and Learner (see the module docstring)."""
 

@@ -252,8 +252,6 @@ class TD3Config(AlgorithmConfig):
         return RLModuleSpec(module_class=TD3TorchRLModule)
 
 
-
-
 class TD3(FiniteParametersGuard, Algorithm):
     """TD3_EXT (see the module docstring)."""
 
