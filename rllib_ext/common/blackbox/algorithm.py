@@ -50,6 +50,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         )
         self.pool = AsyncJobPool(self.env_runner_group, jobs_in_flight=self.config.jobs_in_flight_per_env_runner)
         self.update_index = 0  # u
+        self._eval_seed_counter = (0, 0)  # (u, evaluation episodes of θ_u seeded so far)
         self.batch_seed = int(self.config.batch_seed_offset) + 1_000_003 * int(self.config.seed or 0)
         self.counters = {
             "episodes_failed": 0, "returns_dropped_stale": 0, "env_steps": 0, "episodes": 0, "useful_runner_s": 0.0,
@@ -115,7 +116,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         """Entropy of θ_u's next evaluation episode under ``common_random_numbers``: (u, j)."""
         if not self.config.common_random_numbers:
             return None
-        u, j = getattr(self, "_eval_seed_counter", (self.update_index, 0))
+        u, j = self._eval_seed_counter
         j = j if u == self.update_index else 0
         self._eval_seed_counter = (self.update_index, j + 1)
         return [EVALUATION_STREAM, int(self.config.seed or 0), self.update_index, j]
