@@ -1,8 +1,9 @@
 """torch's thread count for the learners (``torch_num_threads``), one setting for every algorithm.
 
 On a small machine the learner's torch threads contend with the env runners for the same cores,
-and the networks of these papers (2×64 to 400-300 MLPs at batch 32–500) run fastest on one
-thread anyway (a V-RACER step at B 64: 8 ms on one thread, 45 ms with torch's default here).
+and the small networks of these papers gain little or nothing from more threads. Measured here:
+a V-RACER step at B 64 takes 8 ms on one thread and 45 ms with torch's default. IMPACT_EXT's
+learner on CartPole made the same number of updates either way (benchmarks/RESULTS.md).
 The local Learner (``num_learners=0``) shares the driver's process, so the setting applies to
 the driver too.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import torch
 
 from rllib_ext.common.validation import is_integer
+
 
 def check_torch_num_threads(config) -> None:
     """Rejects a ``torch_num_threads`` that is neither None nor an integer >= 1."""
