@@ -206,6 +206,7 @@ def test_cemrl_generations(ray_session, tmp_path, mode):
         ("Pendulum-v1", {"p_desired": 1.5}, "p_desired"),
         ("Pendulum-v1", {"tau": 0.0}, "tau"),
         ("Pendulum-v1", {"critic_min_steps_per_env_step": 2.0}, "critic_min_steps_per_env_step"),
+        ("Pendulum-v1", {"common_random_numbers": True}, "common_random_numbers"),
     ],
 )
 def test_aesrl_bad_input_is_one_clear_error(env, settings, match):

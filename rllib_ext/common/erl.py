@@ -183,6 +183,10 @@ class ERLConfig(BlackBoxConfig):
                 "observation_filter must be False for the ERL algorithms: the critic and the RL individuals "
                 "learn from raw replay observations (paper 001 uses no observation normalization)"
             )
+        if self.common_random_numbers:
+            # Individuals are single seeded samples of N(μ, σ²), not rows of a perturbation batch:
+            # their jobs carry no env seed, so the setting would silently do nothing.
+            self._value_error("common_random_numbers is not supported by the ERL algorithms (AESRL_EXT, CEMRL_EXT)")
         if self.policy_head != "deterministic" or self.policy_activation != "tanh":
             self._value_error("the ERL actor is paper 001's App. A network: policy_head 'deterministic', activation 'tanh'")
 
