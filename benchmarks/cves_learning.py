@@ -71,18 +71,24 @@ def variance_at_fixed_theta(env: str, batches: int, runners: int, eta_lr: float)
 
 def curves(env: str, steps: int, seeds, runners: int, eta_lr: float) -> None:
     for label, overrides in METHODS:
-        finals = []
+        finals, bests, walls = [], [], []
         for seed in seeds:
             algo = config_for(env, seed, runners, eta_lr=eta_lr, **overrides).build_algo()
+            t0 = time.perf_counter()
             try:
                 result, returns = {}, []
                 while result.get("num_env_steps_sampled_lifetime", 0) < steps:
                     result = algo.train()
                     returns.append(result["env_runners"]["episode_return_mean"])
                 finals.append(float(np.mean(returns[-5:])))
+                bests.append(float(np.max(returns)))
+                walls.append(time.perf_counter() - t0)
+                print(f"  {label} seed {seed}: final {finals[-1]:.1f}, best {bests[-1]:.1f}, "
+                      f"first {returns[0]:.1f}, {walls[-1]:.0f} s", flush=True)
             finally:
                 algo.stop()
-        print(f"| {env} | {label} | {steps:,} | {np.mean(finals):.1f} ± {np.std(finals):.1f} | {len(seeds)} |", flush=True)
+        print(f"| {env} | {label} | {steps:,} | {np.mean(finals):.1f} ± {np.std(finals):.1f} | "
+              f"{np.median(finals):.1f} | {np.median(bests):.1f} | {np.median(walls):.0f} s | {len(seeds)} |", flush=True)
 
 
 def main(argv=None) -> int:
@@ -101,8 +107,8 @@ def main(argv=None) -> int:
         print("|---|---|---|---|---|---|---|---|---|")
         variance_at_fixed_theta(args.env, args.batches, args.runners, args.eta_lr)
     else:
-        print("| env | method | env steps | final return (mean ± std over seeds) | seeds |")
-        print("|---|---|---|---|---|")
+        print("| env | method | env steps | final return (mean ± std over seeds) | median final | median best | wall, median | seeds |")
+        print("|---|---|---|---|---|---|---|---|")
         curves(args.env, args.steps, args.seeds, args.runners, args.eta_lr)
     return 0
 

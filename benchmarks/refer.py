@@ -12,6 +12,8 @@ this machine: −249 on Pendulum at ~7.5k env steps (272 s); the script prints t
     .venv/bin/python benchmarks/refer.py --algos VRACER_EXT --modes refer,er --seeds 1 --budget 20000
     .venv/bin/python benchmarks/refer.py --grad-only                # gradient steps/s at B 256
     .venv/bin/python benchmarks/refer.py --algos VRACER_EXT --seeds 2 --first-seed 1   # seeds 1, 2
+    .venv/bin/python benchmarks/refer.py --algos VRACER_EXT --modes refer --seeds 1 --set refer_A=1e-4 --curve 5
+        # D_KL as c_max anneals faster than App. A's A = 5e-7 allows in a short run
 
 Settings per learner are the tuned example's (tuned_examples/vracer_ext/pendulum-v1.yaml) for
 V-RACER; DDPG and NAF use the same γ 0.99 and N_start 2000 with their App. A learning rates ×10.
@@ -37,12 +39,13 @@ OVERRIDES = {
 }
 
 
-def run_one(algo_name: str, env: str, mode: str, seed: int, budget: int, target: float) -> dict:
+def run_one(algo_name: str, env: str, mode: str, seed: int, budget: int, target: float, extra=None, curve_every=0) -> dict:
+    """One run; ``extra`` overrides settings (``--set``), ``curve_every`` > 0 prints a trace row every k iterations."""
     from rllib_ext import registry
 
     config = registry.get_config_class(algo_name)()
     config.environment(env).debugging(seed=seed).reporting(min_sample_timesteps_per_iteration=1000)
-    config.training(replay_mode=mode, **OVERRIDES[algo_name])
+    config.training(replay_mode=mode, **{**OVERRIDES[algo_name], **(extra or {})})
     algo = config.build_algo()
     rows, reached, t0 = [], None, time.time()
     try:
@@ -60,6 +63,9 @@ def run_one(algo_name: str, env: str, mode: str, seed: int, budget: int, target:
                 "beta": float(shared.get("refer_beta", np.nan)),
             }
             rows.append(row)
+            if curve_every and len(rows) % curve_every == 0:
+                print(f"  curve {algo_name} {mode} seed {seed}: steps {row['steps']} c_max {row['c_max']:.3f} "
+                      f"KL {row['kl']:.3f} far {row['far']:.3f} beta {row['beta']:.3f} return {row['return']:.0f}", flush=True)
             if reached is None and row["return"] >= target:
                 reached = (row["steps"], row["seconds"])
             if row["steps"] >= budget:
@@ -121,8 +127,13 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=int, default=40000, help="env steps per run")
     p.add_argument("--target", type=float, default=-250.0)
     p.add_argument("--out", default=None, help="also write the rows as JSON lines here")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
+                   help="override a training setting for every run, e.g. --set refer_A=1e-4 (repeatable)")
+    p.add_argument("--curve", type=int, default=0, metavar="K",
+                   help="print step, c_max, D_KL, far fraction, β and return every K iterations")
     p.add_argument("--grad-only", action="store_true", help="only measure gradient steps per second at B 256")
     args = p.parse_args(argv)
+    extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import ray
@@ -139,7 +150,7 @@ def main(argv=None) -> int:
     for algo_name in args.algos.split(","):
         for mode in (args.modes or DEFAULT_MODES[algo_name]).split(","):
             for seed in range(args.first_seed, args.first_seed + args.seeds):
-                res = run_one(algo_name, args.env, mode, seed, args.budget, args.target)
+                res = run_one(algo_name, args.env, mode, seed, args.budget, args.target, extra, args.curve)
                 results.append(res)
                 print(json.dumps(res), flush=True)
                 if args.out:

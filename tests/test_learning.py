@@ -50,3 +50,14 @@ def test_tuned_example_learns(ray_session, storage_path, path):
         history = result.metrics_dataframe[cli.RETURN_KEY].dropna()
         best, target = float(history.max()), threshold(exp)
         assert best >= target, f"{name}: best return {best:.1f} < {target} within {exp['stop']}"
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[os.path.relpath(p, REPO) for p in EXAMPLES])
+def test_tuned_example_is_a_valid_config(path):
+    """Every tuned example (also the long ones CI does not train) names a registered algorithm,
+    only keys its config has, values its ``validate()`` accepts, and a return threshold."""
+    for name, exp in cli.load_experiments(path):
+        algo_cls = cli.resolve_algorithm(str(exp["run"]))
+        config = cli.build_config(algo_cls, exp.get("env"), exp.get("config") or {})
+        assert config.env == exp.get("env", (exp.get("config") or {}).get("env")), name
+        assert threshold(exp) == threshold(exp)  # present and a number
