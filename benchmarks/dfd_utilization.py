@@ -89,7 +89,7 @@ def main():
                 print(name, m, {k: round(v, 3) for k, v in runs[m][-1].items()}, flush=True)
         for m in METHODS:
             table[(name, m)] = {k: statistics.median(r[k] for r in runs[m]) for k in runs[m][0]}
-    print(f"\n| scenario | method | utilization | busy | updates/s | updates/s vs FD |")
+    print("\n| scenario | method | utilization | busy | updates/s | updates/s vs FD |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name in args.scenarios:
         fd = table[(name, "FD")]["updates/s"]

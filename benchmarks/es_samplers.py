@@ -108,7 +108,7 @@ def main():
             print(f"  {name:<16} N={n:<3} variance {variance:10.4g}  cosine {cosine:6.3f}", flush=True)
         algo.stop()
 
-    print(f"\n| sampler | " + " | ".join(f"N={n} var / vs gaussian / cos" for n in args.ns) + " |")
+    print("\n| sampler | " + " | ".join(f"N={n} var / vs gaussian / cos" for n in args.ns) + " |")
     print("| --- | " + " | ".join("---" for _ in args.ns) + " |")
     for name, _, _ in SAMPLERS:
         cells = []

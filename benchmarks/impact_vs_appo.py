@@ -258,7 +258,6 @@ def write_section(md: str, title: str = SECTION) -> None:
 
 def cmd_buffer_placement(args) -> int:
     """Learner-local CircularBuffer vs the same class in a Ray actor, on real train batches."""
-    import numpy as np
     import ray
     from ray.rllib.core.learner.training_data import TrainingData
 

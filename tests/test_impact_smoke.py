@@ -102,10 +102,6 @@ def test_driver_only_config_trains(ray_session, optimizer):
 
     Also runs the optimizer chosen by name (rllib_ext.optim's DSGD gets the workers' return).
     """
-    from rllib_ext.algorithms.impact.impact import available_optimizers
-
-    if optimizer not in available_optimizers():
-        pytest.skip(f"{optimizer} needs rllib_ext.optim")
     config = _config(optimizer=optimizer).env_runners(num_env_runners=0)
     algo = config.build_algo()
     try:

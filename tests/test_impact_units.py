@@ -229,13 +229,12 @@ def test_validate_accepts_defaults_and_ablations():
     assert config.copy().training(target_network_update_freq=3).target_update_interval == 3
 
 
-def test_paper_optimizer_names_need_the_optim_module():
-    from rllib_ext.algorithms.impact.impact import available_optimizers
+def test_every_registered_optimizer_name_validates_and_others_fail():
+    from rllib_ext.optim import OPTIMIZERS
 
-    for name in ("sgd", "msgd", "dsgd"):
-        config = IMPACTConfig().environment("CartPole-v1").training(optimizer=name)
-        if name in available_optimizers():
-            config.validate()
-        else:
-            with pytest.raises(ValueError, match="optimizer"):
-                config.validate()
+    for name in OPTIMIZERS:
+        IMPACTConfig().environment("CartPole-v1").training(optimizer=name.upper()).validate()
+    with pytest.raises(ValueError, match="optimizer.*'adamw'"):
+        IMPACTConfig().environment("CartPole-v1").training(optimizer="adamw").validate()
+    with pytest.raises(ValueError, match="optimizer_kwargs"):
+        IMPACTConfig().environment("CartPole-v1").training(optimizer_kwargs=[0.9]).validate()

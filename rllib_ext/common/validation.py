@@ -145,6 +145,20 @@ def check_finite_settings(config: AlgorithmConfig) -> None:
         config._value_error(f"{algo_name(config)}: settings must be finite numbers, got {listed}")
 
 
+def check_optimizer(config: AlgorithmConfig) -> None:
+    """One clear error for an ``optimizer`` name that ``rllib_ext.optim`` does not register, or
+    ``optimizer_kwargs`` that are not a dict (configs that choose their optimizer by name)."""
+    from rllib_ext.optim import get_optimizer_class
+
+    try:
+        get_optimizer_class(config.optimizer)
+    except (ValueError, TypeError) as e:
+        config._value_error(f"`optimizer`: {e}")
+    kwargs = getattr(config, "optimizer_kwargs", None)
+    if kwargs is not None and not isinstance(kwargs, dict):
+        config._value_error(f"`optimizer_kwargs` must be a dict, got {kwargs!r}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Env spaces.
 # ---------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ Paper 000 (``../shared/papers/000_918eb0e7bb8ca864.txt``) §3.1–3.2, App. A.2:
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 

@@ -66,6 +66,7 @@ from rllib_ext.common.validation import (
     KeepsMinusOneSettings,
     check_default_module_builds,
     check_finite_settings,
+    check_optimizer,
     env_spaces,
 )
 
@@ -74,28 +75,6 @@ logger = logging.getLogger(__name__)
 #: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
 #: R3 = πθ/max(πtarget, β·πworker) (IMPACT).
 SURROGATE_RATIOS = ("r1", "r2", "r3")
-#: Optimizers available without ``rllib_ext.optim``.
-BUILTIN_OPTIMIZERS = ("adam",)
-#: Optimizers of paper 000 §4, provided by ``rllib_ext.optim`` once that module exists.
-RLLIB_EXT_OPTIMIZERS = ("sgd", "msgd", "dsgd")
-
-
-def available_optimizers() -> List[str]:
-    """Optimizer names IMPACT accepts in this installation ("adam", plus rllib_ext.optim's)."""
-    names = list(BUILTIN_OPTIMIZERS)
-    try:
-        from rllib_ext import optim  # noqa: F401  (created by another work item)
-
-        get_cls = getattr(optim, "get_optimizer_class")
-        for name in RLLIB_EXT_OPTIMIZERS:
-            try:
-                get_cls(name)
-            except Exception:  # noqa: BLE001 - name not provided by this version
-                continue
-            names.append(name)
-    except Exception:  # noqa: BLE001 - rllib_ext.optim not installed (yet)
-        pass
-    return names
 
 
 class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
@@ -189,8 +168,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         Args:
             surrogate_ratio: "r3" (IMPACT, default), "r1" (πθ/πtarget) or "r2" (πθ/πworker),
                 the ablation of paper 004 §4.1.
-            optimizer: Optimizer name: "adam" (default), or "sgd", "msgd", "dsgd" from
-                ``rllib_ext.optim`` (paper 000 §4) once that module is installed.
+            optimizer: Optimizer name from ``rllib_ext.optim``: "adam" (default), or paper
+                000 §4's "sgd", "msgd", "dsgd".
             optimizer_kwargs: Extra keyword arguments for the optimizer's constructor (the
                 learning rate always comes from ``lr``).
             torch_num_threads: torch threads of the Learner's process (1; None: torch's default).
@@ -210,7 +189,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         if optimizer is not NotProvided:
             self.optimizer = optimizer
         if optimizer_kwargs is not NotProvided:
-            self.optimizer_kwargs = dict(optimizer_kwargs or {})
+            # Copied when a dict; anything else is kept for validate() to name.
+            self.optimizer_kwargs = dict(optimizer_kwargs) if isinstance(optimizer_kwargs, dict) else (optimizer_kwargs or {})
         if torch_num_threads is not NotProvided:
             self.torch_num_threads = torch_num_threads
         return self
@@ -260,19 +240,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                 f"`surrogate_ratio` must be one of {', '.join(SURROGATE_RATIOS)}, got "
                 f"{self.surrogate_ratio!r}"
             )
-        if not isinstance(self.optimizer, str) or self.optimizer.lower() not in available_optimizers():
-            hint = ""
-            if isinstance(self.optimizer, str) and self.optimizer.lower() in RLLIB_EXT_OPTIMIZERS:
-                hint = (
-                    f" ({self.optimizer!r} comes from rllib_ext.optim, which is not installed "
-                    "in this version)"
-                )
-            self._value_error(
-                f"`optimizer` must be one of {', '.join(available_optimizers())}, got "
-                f"{self.optimizer!r}{hint}"
-            )
-        if not isinstance(self.optimizer_kwargs, dict):
-            self._value_error(f"`optimizer_kwargs` must be a dict, got {self.optimizer_kwargs!r}")
+        check_optimizer(self)
         check_torch_num_threads(self)
         if not isinstance(self.clip_param, (int, float)) or self.clip_param <= 0:
             self._value_error(f"`clip_param` (epsilon) must be > 0, got {self.clip_param!r}")

@@ -51,6 +51,7 @@ from rllib_ext.common.validation import (
     CONTINUOUS,
     KeepsMinusOneSettings,
     check_finite_settings,
+    check_optimizer,
     check_vector_spaces,
     env_spaces,
     is_integer,
@@ -172,12 +173,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         check_torch_num_threads(self)
         if not is_integer(self.reward_scale_interval) or self.reward_scale_interval < 1:
             self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")
-        from rllib_ext.optim import OPTIMIZERS
-
-        if not isinstance(self.optimizer, str) or self.optimizer.lower() not in OPTIMIZERS:
-            self._value_error(f"`optimizer` must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
-        if not isinstance(self.optimizer_kwargs, dict):
-            self._value_error(f"`optimizer_kwargs` must be a dict, got {self.optimizer_kwargs!r}")
+        check_optimizer(self)
         if self.num_learners > 1:
             self._value_error(f"{self.algo_class.__name__ if isinstance(self.algo_class, type) else self.algo_class} supports `num_learners` 0 or 1 (the replay memory lives in the one Learner), got {self.num_learners}")
         if self.framework_str != "torch":

@@ -65,6 +65,7 @@ from rllib_ext.common.validation import (
     CONTINUOUS,
     algo_name,
     check_finite_settings,
+    check_optimizer,
     check_vector_spaces,
     env_spaces,
     is_integer,
@@ -188,12 +189,7 @@ class TD3Config(AlgorithmConfig):
         """One clear error per bad setting and for non-continuous envs, before any actor starts."""
         super().validate()
         check_finite_settings(self)
-        from rllib_ext.optim import get_optimizer_class
-
-        try:
-            get_optimizer_class(self.optimizer)
-        except (ValueError, AttributeError) as e:
-            self._value_error(f"optimizer: {e}")
+        check_optimizer(self)
         for name in ("actor_lr", "critic_lr", "updates_per_env_step"):
             if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
                 self._value_error(f"`{name}` must be > 0, got {getattr(self, name)!r}")

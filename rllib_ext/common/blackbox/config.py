@@ -20,6 +20,7 @@ from rllib_ext.common.validation import (
     DISCRETE,
     KeepsMinusOneSettings,
     check_finite_settings,
+    check_optimizer,
     check_vector_spaces,
     env_spaces,
 )
@@ -156,8 +157,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     @override(AlgorithmConfig)
     def validate(self) -> None:
         super().validate()
-        from rllib_ext.optim import get_optimizer_class
-
+        check_optimizer(self)
         if not (isinstance(self.noise_stdev, (int, float)) and self.noise_stdev > 0 and math.isfinite(self.noise_stdev)):
             self._value_error(f"noise_stdev (σ) must be a finite number > 0, got {self.noise_stdev!r}")
         if not (isinstance(self.episodes_per_batch, int) and self.episodes_per_batch >= 1):
@@ -165,7 +165,6 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         for kind, check in (
             ("sampler", lambda: samplers_lib.get_sampler(self.sampler)),
             ("return_shaping", lambda: shaping_lib.get_shaping(self.return_shaping)),
-            ("optimizer", lambda: get_optimizer_class(self.optimizer)),
         ):
             try:
                 check()

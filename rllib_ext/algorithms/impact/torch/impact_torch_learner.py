@@ -45,25 +45,7 @@ from rllib_ext.algorithms.impact.utils import (
     vtrace_targets,
 )
 from rllib_ext.common.threads import TorchThreadsLearner
-
-
-def make_optimizer(name: str, params, lr: float, **kwargs) -> torch.optim.Optimizer:
-    """Builds the optimizer called ``name`` over ``params`` with learning rate ``lr``.
-
-    "adam" is ``torch.optim.Adam`` with torch's defaults; "sgd", "msgd", "dsgd" (paper 000 §4)
-    come from ``rllib_ext.optim.make_optimizer`` (with that paper's defaults) when installed.
-
-    Raises:
-        ValueError: For a name no installed module provides.
-    """
-    key = name.lower()
-    if key == "adam":
-        return torch.optim.Adam(params, lr=lr, **kwargs)
-    try:
-        from rllib_ext.optim import make_optimizer as _make
-    except ImportError as e:
-        raise ValueError(f"optimizer {name!r} needs rllib_ext.optim, which is not installed: {e}")
-    return _make(key, params, lr=lr, **kwargs)
+from rllib_ext.optim import make_optimizer
 
 
 class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
