@@ -16,8 +16,9 @@ in the same run, the raw rate of the env with a policy network in a plain single
 each), a learner in the driver (``num_learners=0``), and a 2 s reporting interval (the return
 is checked after each iteration).
 
-Rivals use RLlib's own tuned CartPole settings (rllib/tuned_examples/{appo,impala,ppo}/
-cartpole_*.py); IMPACT_EXT uses tuned_examples/impact_ext/cartpole-v1.yaml.
+Rivals use RLlib's own tuned settings for the env (rllib/tuned_examples/{appo,impala,ppo}/
+{cartpole,pendulum}_*.py, see ``RIVALS_BY_ENV``); IMPACT_EXT uses
+tuned_examples/impact_ext/<env>.yaml. Pendulum-v1: ``race --env Pendulum-v1 --target -300``.
 
 ``buffer-placement`` measures where IMPACT's circular buffer should live: in the learner (a
 plain object) or in a ``ray.remote(num_cpus=0)`` replay actor, for real CartPole train batches.
@@ -49,24 +50,67 @@ SECTION = "## IMPACT_EXT vs APPO / IMPALA / PPO (`benchmarks/impact_vs_appo.py`)
 PENDING = SECTION + "\n\n(pending)\n"
 RETURN_KEY = ("env_runners", "episode_return_mean")
 
-# RLlib's tuned CartPole settings (new API stack) for the rivals.
-RIVALS: Dict[str, Dict[str, Any]] = {
-    "APPO": {"vf_loss_coeff": 0.05, "entropy_coeff": 0.0, "model_config": {"vf_share_layers": True}},
-    "IMPALA": {
-        "train_batch_size_per_learner": 500,
-        "grad_clip": 40.0,
-        "lr": 0.0005,
-        "vf_loss_coeff": 0.05,
-        "entropy_coeff": 0.0,
-        "model_config": {"vf_share_layers": True},
+# RLlib's tuned settings (new API stack) for the rivals, per env: rllib/tuned_examples/
+# {appo,impala,ppo}/{cartpole,pendulum}_*.py. Their env-runner counts and vectorization are not
+# taken over: every algorithm in a race gets the same runners with one env each.
+RIVALS_BY_ENV: Dict[str, Dict[str, Dict[str, Any]]] = {
+    "CartPole-v1": {
+        "APPO": {"vf_loss_coeff": 0.05, "entropy_coeff": 0.0, "model_config": {"vf_share_layers": True}},
+        "IMPALA": {
+            "train_batch_size_per_learner": 500,
+            "grad_clip": 40.0,
+            "lr": 0.0005,
+            "vf_loss_coeff": 0.05,
+            "entropy_coeff": 0.0,
+            "model_config": {"vf_share_layers": True},
+        },
+        "PPO": {
+            "lr": 0.0003,
+            "num_epochs": 6,
+            "vf_loss_coeff": 0.01,
+            "model_config": {"fcnet_hiddens": [32], "fcnet_activation": "linear", "vf_share_layers": True},
+        },
     },
-    "PPO": {
-        "lr": 0.0003,
-        "num_epochs": 6,
-        "vf_loss_coeff": 0.01,
-        "model_config": {"fcnet_hiddens": [32], "fcnet_activation": "linear", "vf_share_layers": True},
+    "Pendulum-v1": {
+        "APPO": {
+            "train_batch_size_per_learner": 500,
+            "circular_buffer_num_batches": 16,
+            "circular_buffer_iterations_per_batch": 10,
+            "target_network_update_freq": 2,
+            "clip_param": 0.4,
+            "lr": 0.0003,
+            "gamma": 0.95,
+            "lambda_": 0.5,
+            "entropy_coeff": 0.0,
+            "use_kl_loss": True,
+            "kl_coeff": 1.0,
+            "kl_target": 0.04,
+            "model_config": {"fcnet_activation": "relu"},
+        },
+        "IMPALA": {
+            "train_batch_size_per_learner": 256,
+            "grad_clip": 40.0,
+            "lr": 0.0003,
+            "vf_loss_coeff": 0.05,
+            "entropy_coeff": [[0, 0.1], [2000000, 0.0]],
+            "model_config": {"vf_share_layers": True, "fcnet_hiddens": [512, 512]},
+        },
+        "PPO": {
+            "lr": 0.0003,
+            "lambda_": 0.1,
+            "vf_clip_param": 10.0,
+            "num_epochs": 6,
+            "model_config": {"fcnet_activation": "relu"},
+        },
     },
 }
+
+
+def rival_settings(algo: str, env: str) -> Dict[str, Any]:
+    """RLlib's tuned settings of ``algo`` for ``env``; an env without them is an error, not defaults."""
+    if env not in RIVALS_BY_ENV:
+        raise SystemExit(f"no rival settings for {env!r}; known: {', '.join(RIVALS_BY_ENV)}")
+    return dict(RIVALS_BY_ENV[env].get(algo, {}))
 
 
 def impact_settings(env: str) -> Dict[str, Any]:
@@ -191,7 +235,7 @@ def cmd_race(args) -> int:
     runs = []
     for seed in args.seeds:
         for algo in args.algos:
-            settings = impact_settings(args.env) if algo == "IMPACT_EXT" else RIVALS.get(algo, {})
+            settings = impact_settings(args.env) if algo == "IMPACT_EXT" else rival_settings(algo, args.env)
             runs.append(race_one(algo, args.env, seed, args.target, args.budget_s, args.num_env_runners, settings))
     raw_end = raw_rate(args.env)
     ray.shutdown()
