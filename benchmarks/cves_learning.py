@@ -69,8 +69,10 @@ def variance_at_fixed_theta(env: str, batches: int, runners: int, eta_lr: float)
           f"{np.mean(logged[half:]):.3f} | {np.abs(algo.eta).mean():.3f} | {time.perf_counter() - t0:.0f} s |")
 
 
-def curves(env: str, steps: int, seeds, runners: int, eta_lr: float) -> None:
+def curves(env: str, steps: int, seeds, runners: int, eta_lr: float, methods=None) -> None:
     for label, overrides in METHODS:
+        if methods and label not in methods:
+            continue
         finals, bests, walls = [], [], []
         for seed in seeds:
             algo = config_for(env, seed, runners, eta_lr=eta_lr, **overrides).build_algo()
@@ -100,6 +102,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--runners", type=int, default=2)
     parser.add_argument("--eta-lr", type=float, default=1e-4)
+    parser.add_argument("--methods", nargs="+", choices=[m for m, _ in METHODS], help="curves: only these (default all)")
     args = parser.parse_args(argv)
     ray.init(num_cpus=args.runners, include_dashboard=False, logging_level=logging.WARNING)
     if args.part == "variance":
@@ -109,7 +112,7 @@ def main(argv=None) -> int:
     else:
         print("| env | method | env steps | final return (mean ± std over seeds) | median final | median best | wall, median | seeds |")
         print("|---|---|---|---|---|---|---|---|")
-        curves(args.env, args.steps, args.seeds, args.runners, args.eta_lr)
+        curves(args.env, args.steps, args.seeds, args.runners, args.eta_lr, args.methods)
     return 0
 
 
