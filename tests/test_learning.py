@@ -10,6 +10,7 @@ when the file has one), before the other stop criteria (the budget) end the run.
 from __future__ import annotations
 
 import glob
+import math
 import os
 
 import pytest
@@ -60,4 +61,4 @@ def test_tuned_example_is_a_valid_config(path):
         algo_cls = cli.resolve_algorithm(str(exp["run"]))
         config = cli.build_config(algo_cls, exp.get("env"), exp.get("config") or {})
         assert config.env == exp.get("env", (exp.get("config") or {}).get("env")), name
-        assert threshold(exp) == threshold(exp)  # present and a number
+        assert math.isfinite(threshold(exp)), name
