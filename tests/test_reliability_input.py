@@ -44,6 +44,7 @@ SETTING_ROWS = [
     ("D", "refer_D", [0.0, 1.0, 1.5, -0.1]),
     ("name", "optimizer", ["adamw_nope"]),
     ("name", "sampler", ["sobol_nope"]),
+    ("kwargs", "optimizer_kwargs", [[0.9], "lr=0.1"]),
     ("threads", "torch_num_threads", [0, 1.5]),
     ("nonfinite", "lr", [math.nan, math.inf]),
     ("nonfinite", "gamma", [math.nan]),

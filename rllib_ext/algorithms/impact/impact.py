@@ -189,8 +189,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         if optimizer is not NotProvided:
             self.optimizer = optimizer
         if optimizer_kwargs is not NotProvided:
-            # Copied when a dict; anything else is kept for validate() to name.
-            self.optimizer_kwargs = dict(optimizer_kwargs) if isinstance(optimizer_kwargs, dict) else (optimizer_kwargs or {})
+            self.optimizer_kwargs = optimizer_kwargs  # validate() names a non-dict
         if torch_num_threads is not NotProvided:
             self.torch_num_threads = torch_num_threads
         return self

@@ -145,7 +145,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         super().training(**kwargs)
         for name, value in list(locals().items()):
             if name not in ("self", "kwargs", "__class__") and value is not NotProvided:
-                setattr(self, name, dict(value or {}) if name == "optimizer_kwargs" else value)
+                setattr(self, name, value)
         return self
 
     @override(AlgorithmConfig)

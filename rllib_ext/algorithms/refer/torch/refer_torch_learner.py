@@ -78,7 +78,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         self._register(module_id, "default_optimizer", self.get_parameters(module), config.lr, config)
 
     def _register(self, module_id, name: str, params, lr: float, config, **overrides) -> None:
-        optimizer = make_optimizer(config.optimizer, params, lr=lr, **{**config.optimizer_kwargs, **overrides})
+        optimizer = make_optimizer(config.optimizer, params, lr=lr, **{**(config.optimizer_kwargs or {}), **overrides})
         # The learning rate is set by _set_learning_rate_factor (Eq. 13), not by RLlib.
         self.register_optimizer(module_id=module_id, optimizer_name=name, optimizer=optimizer, params=params)
         if not hasattr(self, "_base_lrs"):
