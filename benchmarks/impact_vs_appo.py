@@ -228,6 +228,7 @@ def cmd_race(args) -> int:
 
     import rllib_ext  # noqa: F401
 
+    settings = {algo: impact_settings(args.env) if algo == "IMPACT_EXT" else rival_settings(algo, args.env) for algo in args.algos}
     logging.getLogger("ray.rllib").setLevel(logging.ERROR)
     ray.init(address="local", num_cpus=args.num_env_runners + 1, include_dashboard=False, logging_level=logging.ERROR)
     raw = raw_rate(args.env)
@@ -235,8 +236,7 @@ def cmd_race(args) -> int:
     runs = []
     for seed in args.seeds:
         for algo in args.algos:
-            settings = impact_settings(args.env) if algo == "IMPACT_EXT" else rival_settings(algo, args.env)
-            runs.append(race_one(algo, args.env, seed, args.target, args.budget_s, args.num_env_runners, settings))
+            runs.append(race_one(algo, args.env, seed, args.target, args.budget_s, args.num_env_runners, settings[algo]))
     raw_end = raw_rate(args.env)
     ray.shutdown()
     table = summarize(runs, args.budget_s)

@@ -133,6 +133,8 @@ def main(argv=None) -> int:
                    help="print step, c_max, D_KL, far fraction, β and return every K iterations")
     p.add_argument("--grad-only", action="store_true", help="only measure gradient steps per second at B 256")
     args = p.parse_args(argv)
+    if any("=" not in item for item in args.set):
+        p.error(f"--set takes KEY=JSON, got {[i for i in args.set if '=' not in i]}")
     extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
