@@ -28,6 +28,13 @@ def threshold(exp):
     return float(criteria[cli.RETURN_KEY])
 
 
+def build(exp):
+    """The algorithm class and validated config of one experiment, as `rllib train file` builds them."""
+    overrides = exp.get("config") or {}
+    algo_cls = cli.resolve_algorithm(str(exp["run"]))
+    return algo_cls, cli.build_config(algo_cls, exp.get("env") or overrides.get("env"), overrides)
+
+
 @pytest.mark.learning
 @pytest.mark.parametrize("path", EXAMPLES, ids=[os.path.relpath(p, REPO) for p in EXAMPLES])
 def test_tuned_example_learns(ray_session, storage_path, path):
@@ -36,8 +43,7 @@ def test_tuned_example_learns(ray_session, storage_path, path):
     for name, exp in cli.load_experiments(path):
         if exp.get("learning_test") is False:
             pytest.skip(f"{name}: learning_test: false (a long run, started by hand)")
-        algo_cls = cli.resolve_algorithm(str(exp["run"]))
-        config = cli.build_config(algo_cls, exp.get("env"), exp.get("config") or {})
+        algo_cls, config = build(exp)
         cli.check_resources(algo_cls, config)
         results = tune.Tuner(
             str(exp["run"]),
@@ -58,7 +64,6 @@ def test_tuned_example_is_a_valid_config(path):
     """Every tuned example (also the long ones CI does not train) names a registered algorithm,
     only keys its config has, values its ``validate()`` accepts, and a return threshold."""
     for name, exp in cli.load_experiments(path):
-        algo_cls = cli.resolve_algorithm(str(exp["run"]))
-        config = cli.build_config(algo_cls, exp.get("env"), exp.get("config") or {})
-        assert config.env == exp.get("env", (exp.get("config") or {}).get("env")), name
+        _, config = build(exp)
+        assert config.env == (exp.get("env") or exp["config"]["env"]), name
         assert math.isfinite(threshold(exp)), name
