@@ -39,6 +39,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
+from _args import parse_set
+
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
@@ -229,6 +231,8 @@ def cmd_race(args) -> int:
     import rllib_ext  # noqa: F401
 
     settings = {algo: impact_settings(args.env) if algo == "IMPACT_EXT" else rival_settings(algo, args.env) for algo in args.algos}
+    if "IMPACT_EXT" in settings:
+        settings["IMPACT_EXT"].update(args.impact_set)
     logging.getLogger("ray.rllib").setLevel(logging.ERROR)
     ray.init(address="local", num_cpus=args.num_env_runners + 1, include_dashboard=False, logging_level=logging.ERROR)
     raw = raw_rate(args.env)
@@ -353,13 +357,15 @@ def cmd_buffer_placement(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd")
-    p = sub.add_parser("race")
+    p = p_race = sub.add_parser("race")
     p.add_argument("--env", default="CartPole-v1")
     p.add_argument("--target", type=float, default=450.0)
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--budget-s", type=float, default=180.0)
     p.add_argument("--num-env-runners", type=int, default=2)
     p.add_argument("--algos", nargs="+", default=["IMPACT_EXT", "APPO", "IMPALA", "PPO"])
+    p.add_argument("--impact-set", action="append", default=[], metavar="KEY=JSON",
+                   help="override a setting of IMPACT_EXT's tuned example, e.g. --impact-set lr=3e-4 (repeatable)")
     p.add_argument("--write-results", action="store_true")
     p.set_defaults(func=cmd_race)
     p = sub.add_parser("buffer-placement")
@@ -367,6 +373,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["race", *(argv or sys.argv[1:])])
+    if hasattr(args, "impact_set"):
+        args.impact_set = parse_set(p_race, args.impact_set, "--impact-set")
     return args.func(args)
 
 

@@ -29,6 +29,7 @@ import os
 import time
 
 import numpy as np
+from _args import parse_set
 
 SAC_ANCHOR = {"env": "Pendulum-v1", "steps": 7500, "seconds": 272.0, "return": -249.0}
 DEFAULT_MODES = {"VRACER_EXT": "refer,er,per,refer1,refer2", "DDPG_EXT": "refer,er", "NAF_EXT": "refer,er"}
@@ -133,9 +134,7 @@ def main(argv=None) -> int:
                    help="print step, c_max, D_KL, far fraction, β and return every K iterations")
     p.add_argument("--grad-only", action="store_true", help="only measure gradient steps per second at B 256")
     args = p.parse_args(argv)
-    if any("=" not in item for item in args.set):
-        p.error(f"--set takes KEY=JSON, got {[i for i in args.set if '=' not in i]}")
-    extra = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
+    extra = parse_set(p, args.set)
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import ray
