@@ -7,21 +7,25 @@ coefficient adapted at each sync in the right direction.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import ray
 import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.training_data import TrainingData
 
 from rllib_ext.algorithms.impact.impact import IMPACTConfig
 from rllib_ext.algorithms.impact.impact_learner import TARGET_LOGP
 
 
 def _build(**training):
+    training = {"train_batch_size_per_learner": 100, "lr": 1e-3, **training}
     config = (
         IMPACTConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=0, rollout_fragment_length=50)
         .rl_module(model_config={"fcnet_hiddens": [16]})
-        .training(train_batch_size_per_learner=100, lr=1e-3, **training)
+        .training(**training)
         .debugging(seed=0)
     )
     return config.build_algo()
@@ -93,5 +97,74 @@ def test_kl_coeff_adapts_at_target_sync(ray_session, kl_target, expected):
         learner.impact_update(packages=[_package(algo)], timesteps={})  # 2 updates -> 1 sync
         assert learner.num_target_syncs == 1
         assert learner.curr_kl_coeffs_per_module["default_policy"].item() == pytest.approx(expected)
+    finally:
+        algo.stop()
+
+
+def _discounted(x, factor):
+    """y_t = Σ_k factor^k x_{t+k} (backwards)."""
+    out, acc = np.zeros(len(x)), 0.0
+    for t in reversed(range(len(x))):
+        acc = x[t] + factor * acc
+        out[t] = acc
+    return out
+
+
+def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminals(ray_session):
+    """V-trace targets and GAE-λ advantages on a real batch, against closed forms computed
+    from the sampled episodes themselves (on-policy: πtarget = πworker, so ρ = c = 1).
+
+    RLlib's layout: each episode chunk gets one phantom step, the chunks are concatenated and
+    cut into time-major rows of T = rollout_fragment_length steps (as in APPO). So every trace
+    segment ends either at the chunk's end or at a row boundary, where it bootstraps from V of
+    the next observation. For a segment [a, b) of a chunk with L steps:
+    v_t = Σ_{t≤i<b} γ^(i−t) r_i + γ^(b−t) V_b and A_t = Σ_{t≤i<b} (γλ)^(i−t) δ_i,
+    δ_i = r_i + γ V_{i+1} − V(s_i), where V_b (and V_L in δ_{L−1}) is V(s_b) inside the chunk,
+    V(s_L) at a chunk cut before the episode's end and 0 after a terminal step.
+    """
+    gamma, lam, T = 0.9, 0.8, 50
+    algo = _build(gamma=gamma, lambda_=lam, train_batch_size_per_learner=150)
+    try:
+        learner = algo.learner_group._learner
+        module = learner.module["default_policy"].unwrapped()
+        # Random CartPole episodes are ~20 steps: the batch has terminated episodes and a
+        # last chunk cut mid-episode, and rows of 50 cut some chunks in two.
+        episodes = algo.env_runner.sample(num_timesteps=150, explore=True)
+        chunks = [
+            (np.asarray(e.get_rewards(), np.float64), np.asarray(e.get_observations(), np.float32), e.is_terminated)
+            for e in episodes
+        ]
+        assert any(t for *_, t in chunks) and not chunks[-1][2]
+
+        expected_vs, expected_adv, offset, row_cuts = [], [], 0, 0
+        with torch.no_grad():
+            for rewards, obs, terminated in chunks:
+                L = len(rewards)
+                v = module.compute_values({Columns.OBS: torch.as_tensor(obs)}).double().numpy()
+                v_next = v[1:] * np.r_[np.ones(L - 1), 0.0 if terminated else 1.0]
+                cuts = [t for t in range(1, L) if (offset + t) % T == 0]
+                row_cuts += len(cuts)
+                for a, b in zip([0, *cuts], [*cuts, L]):
+                    r, vn = rewards[a:b], v_next[a:b]
+                    tail = gamma ** np.arange(b - a, 0, -1) * vn[-1]
+                    expected_vs.append(_discounted(r, gamma) + tail)
+                    expected_adv.append(_discounted(r + gamma * vn - v[a:b], gamma * lam))
+                offset += L + 1  # the phantom step
+        assert row_cuts > 0  # the layout case the formula above covers is exercised
+
+        data = TrainingData(episodes_refs=[ray.put(episodes)])
+        data.solve_refs()
+        batch = learner._make_batch_if_necessary(training_data=data).policy_batches["default_policy"]
+        batch[TARGET_LOGP] = batch[Columns.ACTION_LOGP]  # on-policy: πtarget = πworker
+        config = learner.config.get_config_for_module("default_policy")
+        with torch.no_grad():
+            values = module.compute_values(batch)
+            vs, adv = learner.value_targets_and_advantages(config=config, batch=batch, values=values)
+        n = len(batch[Columns.LOSS_MASK])
+        real = batch[Columns.LOSS_MASK].numpy().astype(bool)
+        assert n == offset and real.sum() == sum(len(r) for r, *_ in chunks)
+        flat = lambda x: x.transpose(0, 1).reshape(-1)[:n].double().numpy()[real]  # noqa: E731
+        np.testing.assert_allclose(flat(vs), np.concatenate(expected_vs), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(flat(adv), np.concatenate(expected_adv), rtol=1e-4, atol=1e-4)
     finally:
         algo.stop()

@@ -77,6 +77,50 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
     def _set_kl_coeff(self, module_id: ModuleID, value: float) -> None:
         self.curr_kl_coeffs_per_module[module_id].data.fill_(float(value))
 
+    @staticmethod
+    def _time_major_fn(config, batch):
+        """[B*T] -> time-major [T, B], as RLlib's IMPALA/APPO learners lay out V-trace."""
+
+        def tm(x):
+            return make_time_major(
+                x, trajectory_len=config.get_rollout_fragment_length(), recurrent_seq_len=batch.get("seq_lens")
+            )
+
+        return tm
+
+    def value_targets_and_advantages(self, *, config, batch, values: torch.Tensor):
+        """V-trace targets v_s and V-trace GAE-λ advantages (§3.1), both time-major [T, B].
+
+        Importance weights are πtarget/πworker (``TARGET_LOGP`` must be attached, Algorithm 1
+        line 7). RLlib's learner connector appends one bootstrap ("phantom") step per episode
+        chunk (loss_mask = 0) and flags a terminal on the chunk's last real step. Here the
+        phantom step's discount is 0 and its reward is V(s_T), so its TD error is 0 and the last
+        real step bootstraps from V(s_T) exactly (or from 0 when it is terminal). RLlib's APPO
+        leaves the phantom reward at 0, which turns every chunk end into a terminal (see
+        benchmarks/RESULTS.md); ``tests/test_impact_learner.py`` checks this layout on real
+        batches against the discounted returns of each episode chunk.
+        """
+        tm = self._time_major_fn(config, batch)
+        mask_tm = tm(batch[Columns.LOSS_MASK].float())
+        v_const = tm(values).detach()
+        discounts = (1.0 - tm(batch[Columns.TERMINATEDS]).float()) * config.gamma * mask_tm
+        rewards = tm(batch[Columns.REWARDS]) * mask_tm + (1.0 - mask_tm) * v_const
+        # Bootstrap for each time-major column: the first value of the next column (the
+        # flat batch is one continuous sequence); the last column ends on a phantom step.
+        bootstrap = torch.cat([v_const[0][1:], v_const[0][0:1]], dim=0)
+        trace_inputs = dict(
+            target_logp=tm(batch[TARGET_LOGP]),
+            behaviour_logp=tm(batch[Columns.ACTION_LOGP]),
+            discounts=discounts,
+            rewards=rewards,
+            values=v_const,
+            bootstrap_values=bootstrap,
+            rho_bar=config.vtrace_clip_rho_threshold,
+        )
+        vs, _ = vtrace_targets(pg_rho_bar=config.vtrace_clip_pg_rho_threshold, **trace_inputs)
+        advantages = vtrace_gae_lambda(lam=config.lambda_, c_bar=1.0, **trace_inputs)
+        return vs, advantages
+
     @override(TorchLearner)
     def compute_loss_for_module(
         self,
@@ -89,12 +133,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         """The IMPACT objective of Algorithm 1 line 8 for one module (see module docstring)."""
         module = self.module[module_id].unwrapped()
 
-        def tm(x):
-            # [B*T] -> time-major [T, B], as RLlib's IMPALA/APPO learners lay out V-trace.
-            return make_time_major(
-                x, trajectory_len=config.get_rollout_fragment_length(), recurrent_seq_len=batch.get("seq_lens")
-            )
-
+        tm = self._time_major_fn(config, batch)
         mask = batch[Columns.LOSS_MASK].float()
         count = torch.sum(mask)
         mask_tm = tm(mask)
@@ -107,29 +146,10 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         logp_target = tm(batch[TARGET_LOGP])
         logp_worker = tm(batch[Columns.ACTION_LOGP])
 
-        # 2. V-trace targets and V-trace GAE-λ advantages (§3.1), importance weights
-        #    πtarget/πworker. RLlib appends one bootstrap ("phantom") step per episode chunk
-        #    (loss_mask = 0): its discount is 0 and its reward is set to V(s) so that its TD
-        #    error is 0 and the chunk's last real step bootstraps from V(s_T) exactly.
+        # 2. V-trace targets and V-trace GAE-λ advantages (§3.1).
         values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
         values_tm = tm(values)
-        v_const = values_tm.detach()
-        discounts = (1.0 - tm(batch[Columns.TERMINATEDS]).float()) * config.gamma * mask_tm
-        rewards = tm(batch[Columns.REWARDS]) * mask_tm + (1.0 - mask_tm) * v_const
-        # Bootstrap for each time-major column: the first value of the next column (the
-        # flat batch is one continuous sequence); the last column ends on a phantom step.
-        bootstrap = torch.cat([v_const[0][1:], v_const[0][0:1]], dim=0)
-        trace_inputs = dict(
-            target_logp=logp_target,
-            behaviour_logp=logp_worker,
-            discounts=discounts,
-            rewards=rewards,
-            values=v_const,
-            bootstrap_values=bootstrap,
-            rho_bar=config.vtrace_clip_rho_threshold,
-        )
-        vs, _ = vtrace_targets(pg_rho_bar=config.vtrace_clip_pg_rho_threshold, **trace_inputs)
-        advantages = vtrace_gae_lambda(lam=config.lambda_, c_bar=1.0, **trace_inputs)
+        vs, advantages = self.value_targets_and_advantages(config=config, batch=batch, values=values)
 
         # 3. Surrogate ratio (R3 by default, Algorithm 1 line 8 / §4.1) with PPO's ε-clip.
         rho = float(config.target_worker_clipping)
