@@ -98,10 +98,10 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         real step bootstraps from V(s_T) exactly (or from 0 when it is terminal). The chunks are
         concatenated and cut into time-major rows of ``rollout_fragment_length`` steps, as in
         APPO, so a trace also ends where a row ends and bootstraps there from V of the next
-        observation (a shorter n-step V-trace target). RLlib's APPO
-        leaves the phantom reward at 0, which turns every chunk end into a terminal (see
-        benchmarks/RESULTS.md); ``tests/test_impact_learner.py`` checks this layout on real
-        batches against the discounted returns of each episode chunk.
+        observation (a shorter n-step V-trace target). RLlib's APPO leaves the phantom reward
+        at 0, which turns every chunk end into a terminal (see benchmarks/RESULTS.md).
+        ``tests/test_impact_learner.py`` checks this layout on real batches against closed forms
+        computed from the sampled episodes.
         """
         tm = self._time_major_fn(config, batch)
         mask_tm = tm(batch[Columns.LOSS_MASK].float())
