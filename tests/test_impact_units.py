@@ -17,6 +17,7 @@ from rllib_ext.algorithms.impact.impact import IMPACTConfig
 from rllib_ext.algorithms.impact.utils import (
     adapt_kl_coeff,
     clipped_surrogate,
+    masked_standardize,
     surrogate_log_ratio,
     vtrace_gae_lambda,
     vtrace_targets,
@@ -213,6 +214,7 @@ def test_kl_coeff_moves_toward_target():
         ({"broadcast_interval": 0}, "broadcast_interval"),
         ({"lambda_": 1.5}, "lambda_"),
         ({"clip_param": 0.0}, "clip_param"),
+        ({"standardize_advantages": "yes"}, "standardize_advantages"),
     ],
 )
 def test_validate_rejects_bad_hyperparameters(overrides, match):
@@ -221,9 +223,21 @@ def test_validate_rejects_bad_hyperparameters(overrides, match):
         config.validate()
 
 
+def test_masked_standardize_uses_only_valid_steps():
+    x = torch.tensor([[1.0, 3.0], [5.0, 100.0]])
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])  # 100 is padding
+    out = masked_standardize(x, mask, mask.sum())
+    mean, std = 3.0, math.sqrt(8.0 / 3.0)  # of 1, 3, 5 (population std)
+    torch.testing.assert_close(out, (x - mean) / (std + 1e-8))
+    valid = out[mask.bool()]
+    assert abs(float(valid.mean())) < 1e-6 and abs(float(valid.pow(2).mean()) - 1.0) < 1e-6
+
+
 def test_validate_accepts_defaults_and_ablations():
     for ratio in ("r1", "r2", "r3"):
         IMPACTConfig().environment("CartPole-v1").training(surrogate_ratio=ratio).validate()
+    assert IMPACTConfig().standardize_advantages is False  # the paper
+    IMPACTConfig().environment("CartPole-v1").training(standardize_advantages=True).validate()
     config = IMPACTConfig()
     assert config.target_update_interval == 4 * 2  # n = N·K (§4.1.1)
     assert config.copy().training(target_network_update_freq=3).target_update_interval == 3

@@ -134,6 +134,9 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
 
         # IMPACT_EXT specific.
         self.surrogate_ratio = "r3"
+        # Not in paper 004: standardise the advantages of each drawn batch to mean 0, std 1
+        # before the surrogate, as RLlib's PPO does (off = the paper).
+        self.standardize_advantages = False
         self.optimizer = "adam"
         self.optimizer_kwargs = {}
         self.torch_num_threads = 1
@@ -158,6 +161,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         self,
         *,
         surrogate_ratio: Optional[str] = NotProvided,
+        standardize_advantages: Optional[bool] = NotProvided,
         optimizer: Optional[str] = NotProvided,
         optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
         torch_num_threads: Optional[int] = NotProvided,
@@ -168,6 +172,9 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         Args:
             surrogate_ratio: "r3" (IMPACT, default), "r1" (πθ/πtarget) or "r2" (πθ/πworker),
                 the ablation of paper 004 §4.1.
+            standardize_advantages: Standardise each batch's advantages (mean 0, std 1 over
+                its valid steps) before the surrogate, as RLlib's PPO does. Not in paper 004;
+                False (default) is the paper.
             optimizer: Optimizer name from ``rllib_ext.optim``: "adam" (default), or paper
                 000 §4's "sgd", "msgd", "dsgd".
             optimizer_kwargs: Extra keyword arguments for the optimizer's constructor (the
@@ -186,6 +193,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         super().training(**kwargs)
         if surrogate_ratio is not NotProvided:
             self.surrogate_ratio = surrogate_ratio
+        if standardize_advantages is not NotProvided:
+            self.standardize_advantages = standardize_advantages
         if optimizer is not NotProvided:
             self.optimizer = optimizer
         if optimizer_kwargs is not NotProvided:
@@ -238,6 +247,10 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self._value_error(
                 f"`surrogate_ratio` must be one of {', '.join(SURROGATE_RATIOS)}, got "
                 f"{self.surrogate_ratio!r}"
+            )
+        if not isinstance(self.standardize_advantages, bool):
+            self._value_error(
+                f"`standardize_advantages` must be True or False, got {self.standardize_advantages!r}"
             )
         check_optimizer(self)
         check_torch_num_threads(self)

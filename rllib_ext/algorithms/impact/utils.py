@@ -162,6 +162,13 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> tor
     return torch.sum(x * mask) / count
 
 
+def masked_standardize(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    """(x − mean) / (std + eps) with mean and (population) std over the entries where ``mask`` is 1."""
+    mean = masked_mean(x, mask, count)
+    std = torch.sqrt(masked_mean(torch.square(x - mean), mask, count))
+    return (x - mean) / (std + eps)
+
+
 def ratio_stats(name: str, log_ratio: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> Dict[str, torch.Tensor]:
     """Mean and max of exp(log_ratio) over the valid (mask = 1) steps, for logging."""
     with torch.no_grad():

@@ -39,6 +39,7 @@ from rllib_ext.algorithms.impact.impact_learner import (
 from rllib_ext.algorithms.impact.utils import (
     clipped_surrogate,
     masked_mean,
+    masked_standardize,
     ratio_stats,
     surrogate_log_ratio,
     vtrace_gae_lambda,
@@ -153,6 +154,9 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
         values_tm = tm(values)
         vs, advantages = self.value_targets_and_advantages(config=config, batch=batch, values=values)
+        raw_advantages_mean = masked_mean(advantages, mask_tm, count).detach()
+        if config.standardize_advantages:  # opt-in, not in the paper (RLlib PPO's habit)
+            advantages = masked_standardize(advantages, mask_tm, count)
 
         # 3. Surrogate ratio (R3 by default, Algorithm 1 line 8 / §4.1) with PPO's ε-clip.
         rho = float(config.target_worker_clipping)
@@ -186,7 +190,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
                 ENTROPY_KEY: mean_entropy,
                 KL_KEY: mean_kl,
                 KL_COEFF_KEY: kl_coeff,
-                "advantages_mean": masked_mean(advantages, mask_tm, count),
+                "advantages_mean": raw_advantages_mean,  # before any standardisation
                 # β·πworker > πtarget  <=>  πworker/πtarget > ρ: R3's denominator is clipped.
                 "frac_clipped_rho": masked_mean(
                     (logp_worker - math.log(rho) > logp_target).float(), mask_tm, count
