@@ -6,7 +6,8 @@ Read top to bottom, :meth:`IMPACTTorchLearner.compute_loss_for_module` computes:
    network, cached at the batch's first draw) and πworker (behaviour, from the env runner);
 2. V-trace value targets v_s (RLlib's ``vtrace_torch``) and V-trace GAE-λ advantages (§3.1,
    Han & Sung 2019), both with importance weights πtarget/πworker, and the values of the
-   current critic;
+   current critic; with ``standardize_advantages`` (opt-in, not in the paper) the advantages
+   are then standardised over the batch's valid steps;
 3. the surrogate ratio R (R3 = πθ / max(πtarget, β πworker), β = 1/ρ, or the ablation R1/R2 of
    §4.1) inside PPO's ε-clipped objective min(R·A, clip(R, 1−ε, 1+ε)·A);
 4. value loss ½ (V(s) − v_s)², entropy bonus, and the KL(πtarget ‖ πθ) penalty η·KL;
