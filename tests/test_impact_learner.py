@@ -170,16 +170,22 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
         algo.stop()
 
 
-def test_standardized_advantages_switch_trains_and_logs_raw_advantage_mean(ray_session):
-    """The opt-in switch (not in paper 004) runs through the loss; the logged advantage mean
-    stays the raw one, so the diagnostic still shows a biased critic."""
-    algo = _build(standardize_advantages=True, circular_buffer_num_batches=1, circular_buffer_iterations_per_batch=1)
+@pytest.mark.parametrize("standardize", [False, True])
+def test_first_update_policy_loss_is_minus_mean_advantage_or_zero_when_standardized(ray_session, standardize):
+    """At the first update θ = θ' = the workers' weights, so R3 = 1 and nothing is clipped: the
+    policy loss is −mean(A). With the opt-in ``standardize_advantages`` (not in paper 004) that
+    mean is 0. The logged ``advantages_mean`` stays the raw one either way."""
+    algo = _build(
+        standardize_advantages=standardize, circular_buffer_num_batches=1, circular_buffer_iterations_per_batch=1
+    )
     try:
         learner = algo.learner_group._learner
         out = learner.impact_update(packages=[_package(algo)], timesteps={})
         assert out["num_updates"] == 1
         stats = out["results"]["default_policy"]
-        assert abs(stats["advantages_mean"].peek()) > 1e-3  # raw: untrained critic, rewards of 1
-        assert np.isfinite(stats["policy_loss"].peek())
+        raw_mean, pi_loss = stats["advantages_mean"].peek(), stats["policy_loss"].peek()
+        assert abs(raw_mean) > 1e-3  # untrained critic, rewards of 1
+        assert stats["ratio_r3_max"].peek() == pytest.approx(1.0, abs=1e-5)
+        assert pi_loss == pytest.approx(0.0 if standardize else -raw_mean, abs=1e-5)
     finally:
         algo.stop()
