@@ -121,6 +121,63 @@ def normalize_stop(stop: Dict[str, Any]) -> Dict[str, Any]:
     return {METRIC_ALIASES.get(k, k): v for k, v in stop.items()}
 
 
+def check_stop(stop: Dict[str, Any], what: str) -> Dict[str, Any]:
+    """The normalized stop criteria, or a CLIError naming a value that is not a number."""
+    stop = normalize_stop(stop)
+    for key, value in stop.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CLIError(f"{what}: {key!r} must be a number (stop when the result reaches it), got {value!r}")
+    return stop
+
+
+class StopCriteria:
+    """Tune's dict stop rule (stop once ``result[key] >= value`` for any key), quieter.
+
+    Tune's own rule logs the whole list of result keys when a criterion is missing from a
+    result. That happens in the first iteration of most runs that stop on the return (no
+    episode has finished yet; IMPACT_EXT's first iteration may hold no samples at all), so
+    every such run started with a screenful of keys. Here a missing key is waited for. If it has
+    never been seen and is still missing once episodes have finished (and at least
+    ``warn_after`` iterations ran), or after ``10 * warn_after`` iterations in any case, one line
+    on stderr names it with the closest result keys (a typo in ``--stop`` then runs to its
+    other criteria, as in Tune). Passed to Tune as a plain callable (Tune wraps it in a
+    ``FunctionStopper``), so the CLI does not import Tune before it needs to.
+    """
+
+    def __init__(self, criteria: Dict[str, float], warn_after: int = 3, stream=None):
+        self.criteria = dict(criteria)
+        self.warn_after = warn_after
+        self.stream = stream
+        self._seen: set = set()
+        self._warned: set = set()
+
+    def __call__(self, trial_id: str, result: Dict[str, Any]) -> bool:
+        from ray.tune.utils import flatten_dict
+
+        flat = flatten_dict(result, delimiter="/")
+        stop = False
+        for key, value in self.criteria.items():
+            if key in flat:
+                self._seen.add(key)
+                stop = stop or flat[key] >= value
+            elif key not in self._seen and key not in self._warned and self._should_have_appeared(flat):
+                self._warned.add(key)
+                close = difflib.get_close_matches(key, [k for k in flat if not k.startswith("config/")], n=3, cutoff=0.5)
+                hint = f"; closest result keys: {', '.join(close)}" if close else ""
+                print(
+                    f"rllib: warning: stop criterion {key!r} is not in the results after "
+                    f"{flat.get('training_iteration')} iterations{hint}",
+                    file=self.stream or sys.stderr,
+                    flush=True,
+                )
+        return stop
+
+    def _should_have_appeared(self, flat: Dict[str, Any]) -> bool:
+        iteration = flat.get("training_iteration", 0) or 0
+        episodes = flat.get("env_runners/num_episodes_lifetime", 0) or 0
+        return (iteration >= self.warn_after and episodes > 0) or iteration >= 10 * self.warn_after
+
+
 def build_config(
     algo_cls,
     env: Optional[str],
@@ -262,7 +319,7 @@ def run_experiment(
         run_config=tune.RunConfig(
             name=name,
             storage_path=storage_path,
-            stop=normalize_stop(stop) or None,
+            stop=StopCriteria(normalize_stop(stop)) if stop else None,
             verbose=0,
             callbacks=[_progress_callback()],
             checkpoint_config=tune.CheckpointConfig(
@@ -297,7 +354,7 @@ def run_experiment(
 def cmd_train(args) -> int:
     algo_cls = resolve_algorithm(args.algo)
     overrides = parse_config_options(args.config)
-    stop = parse_json_dict(args.stop, "--stop")
+    stop = check_stop(parse_json_dict(args.stop, "--stop"), "--stop")
     config = build_config(
         algo_cls, args.env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
     )
@@ -349,7 +406,13 @@ def cmd_train_file(args) -> int:
         config = build_config(
             algo_cls, env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
         )
-        stop = {**(exp.get("stop") or {}), **stop_override}
+        exp_stop = exp.get("stop") or {}
+        if not isinstance(exp_stop, dict):
+            raise CLIError(f"{args.file}: experiment {exp_name!r}: 'stop' must be a mapping, got {exp_stop!r}")
+        stop = check_stop(
+            {**normalize_stop(exp_stop), **normalize_stop(stop_override)},
+            f"{args.file}: experiment {exp_name!r} stop (with --stop)",
+        )
         prepared.append((exp_name, str(exp["run"]), algo_cls, config, stop))
     init_ray(args.ray_address, args.num_cpus)
     status = 0
