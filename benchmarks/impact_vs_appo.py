@@ -4,7 +4,7 @@ Usage (one Ray job at a time, on a quiet machine)::
 
     .venv/bin/python benchmarks/impact_vs_appo.py race [--env CartPole-v1] [--target 450]
         [--seeds 0 1 2] [--budget-s 180] [--num-env-runners 2] [--algos IMPACT_EXT APPO ...]
-        [--write-results]
+        [--impact-set KEY=JSON ...] [--rival-set KEY=JSON ...] [--write-results]
     .venv/bin/python benchmarks/impact_vs_appo.py buffer-placement
 
 ``race`` trains each algorithm with each seed until the smoothed training return
@@ -231,8 +231,8 @@ def cmd_race(args) -> int:
     import rllib_ext  # noqa: F401
 
     settings = {algo: impact_settings(args.env) if algo == "IMPACT_EXT" else rival_settings(algo, args.env) for algo in args.algos}
-    if "IMPACT_EXT" in settings:
-        settings["IMPACT_EXT"].update(args.impact_set)
+    for algo in settings:
+        settings[algo].update(args.impact_set if algo == "IMPACT_EXT" else args.rival_set)
     logging.getLogger("ray.rllib").setLevel(logging.ERROR)
     ray.init(address="local", num_cpus=args.num_env_runners + 1, include_dashboard=False, logging_level=logging.ERROR)
     raw = raw_rate(args.env)
@@ -366,6 +366,9 @@ def main(argv=None) -> int:
     p.add_argument("--algos", nargs="+", default=["IMPACT_EXT", "APPO", "IMPALA", "PPO"])
     p.add_argument("--impact-set", action="append", default=[], metavar="KEY=JSON",
                    help="override a setting of IMPACT_EXT's tuned example, e.g. --impact-set lr=3e-4 (repeatable)")
+    p.add_argument("--rival-set", action="append", default=[], metavar="KEY=JSON",
+                   help="override a setting of every rival (APPO, IMPALA, PPO), e.g. to give them the same "
+                        "model_config as IMPACT_EXT (repeatable)")
     p.add_argument("--write-results", action="store_true")
     p.set_defaults(func=cmd_race)
     p = sub.add_parser("buffer-placement")
@@ -375,6 +378,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(["race", *(argv or sys.argv[1:])])
     if hasattr(args, "impact_set"):
         args.impact_set = parse_set(p_race, args.impact_set, "--impact-set")
+        args.rival_set = parse_set(p_race, args.rival_set, "--rival-set")
     return args.func(args)
 
 

@@ -157,7 +157,7 @@ class StopCriteria:
         flat = flatten_dict(result, delimiter="/")
         stop = False
         for key, value in self.criteria.items():
-            if key in flat:
+            if isinstance(flat.get(key), (int, float)):
                 self._seen.add(key)
                 stop = stop or flat[key] >= value
             elif key not in self._seen and key not in self._warned and self._should_have_appeared(flat):

@@ -117,6 +117,7 @@ def test_stop_criteria_thresholds_on_nested_results_like_tunes_dict_rule():
     assert stop("t", {"training_iteration": 2, "env_runners": {"episode_return_mean": 450.0}})
     assert stop("t", {"training_iteration": 10, "env_runners": {"episode_return_mean": 3.0}})
     assert not stop("t", {"training_iteration": 3})  # the return not reported yet: keep going
+    assert not stop("t", {"training_iteration": 4, "env_runners": {"episode_return_mean": None}})
 
 
 def test_stop_criteria_missing_key_one_short_warning_after_warn_after(capsys):
