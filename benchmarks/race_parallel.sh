@@ -9,7 +9,8 @@
 #   benchmarks/race_parallel.sh 110 /tmp/probe "IMPACT_EXT:0 1 2 3" \
 #       "IMPACT_EXT:0 1 2 3:standardize_advantages=true circular_buffer_iterations_per_batch=8"
 #
-# A group's KEY=JSON words (no spaces inside one) become the race's --impact-set options.
+# A group's KEY=JSON words (no spaces inside one) become the race's --impact-set options for
+# IMPACT_EXT, --rival-set options for any other algorithm.
 # Each group's log is OUTDIR/groupN.log; the runs' JSON lines are printed at the end.
 # RACE_ARGS after "--" go to every race (e.g. -- --env Pendulum-v1 --target -300).
 set -u -f   # -f: no globbing of JSON like [64,64]
@@ -24,8 +25,8 @@ mkdir -p "$OUTDIR"
 i=0; pids=()
 for g in "${groups[@]}"; do
   algo="${g%%:*}"; rest="${g#*:}"; seeds="${rest%%:*}"
-  sets=()
-  if [ "$rest" != "$seeds" ]; then for kv in ${rest#*:}; do sets+=(--impact-set "$kv"); done; fi
+  sets=(); opt=--rival-set; [ "$algo" = IMPACT_EXT ] && opt=--impact-set
+  if [ "$rest" != "$seeds" ]; then for kv in ${rest#*:}; do sets+=("$opt" "$kv"); done; fi
   echo "group$i: $algo seeds $seeds ${sets[*]:-}"
   # shellcheck disable=SC2086  # seeds are words
   "$PY" "$HERE/impact_vs_appo.py" race --algos "$algo" --seeds $seeds --budget-s "$BUDGET" \

@@ -133,6 +133,8 @@ def check_stop(stop: Dict[str, Any], what: str) -> Dict[str, Any]:
 class StopCriteria:
     """Tune's dict stop rule (stop once ``result[key] >= value`` for any key), quieter.
 
+    Old metric names are mapped as by :func:`normalize_stop`.
+
     Tune's own rule logs the whole list of result keys when a criterion is missing from a
     result. That happens in the first iteration of most runs that stop on the return (no
     episode has finished yet; IMPACT_EXT's first iteration may hold no samples at all), so
@@ -145,7 +147,7 @@ class StopCriteria:
     """
 
     def __init__(self, criteria: Dict[str, float], warn_after: int = 3, stream=None):
-        self.criteria = dict(criteria)
+        self.criteria = normalize_stop(criteria)
         self.warn_after = warn_after
         self.stream = stream
         self._seen: set = set()
@@ -319,7 +321,7 @@ def run_experiment(
         run_config=tune.RunConfig(
             name=name,
             storage_path=storage_path,
-            stop=StopCriteria(normalize_stop(stop)) if stop else None,
+            stop=StopCriteria(stop) if stop else None,
             verbose=0,
             callbacks=[_progress_callback()],
             checkpoint_config=tune.CheckpointConfig(

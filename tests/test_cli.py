@@ -112,7 +112,7 @@ def test_stop_aliases_map_to_rllib_260_keys():
 
 
 def test_stop_criteria_thresholds_on_nested_results_like_tunes_dict_rule():
-    stop = cli.StopCriteria({"env_runners/episode_return_mean": 450, "training_iteration": 10})
+    stop = cli.StopCriteria({"episode_reward_mean": 450, "training_iteration": 10})  # old name mapped
     assert not stop("t", {"training_iteration": 1, "env_runners": {"episode_return_mean": 449.9}})
     assert stop("t", {"training_iteration": 2, "env_runners": {"episode_return_mean": 450.0}})
     assert stop("t", {"training_iteration": 10, "env_runners": {"episode_return_mean": 3.0}})

@@ -49,7 +49,7 @@ def test_tuned_example_learns(ray_session, storage_path, path):
             str(exp["run"]),
             param_space=config,
             run_config=tune.RunConfig(
-                name=name, storage_path=storage_path, stop=cli.StopCriteria(cli.normalize_stop(exp["stop"])), verbose=0
+                name=name, storage_path=storage_path, stop=cli.StopCriteria(exp["stop"]), verbose=0
             ),
         ).fit()
         (result,) = list(results)
