@@ -6,6 +6,7 @@ Usage (one Ray job at a time, on a quiet machine)::
         [--seeds 0 1 2] [--budget-s 180] [--num-env-runners 2] [--algos IMPACT_EXT APPO ...]
         [--impact-set KEY=JSON ...] [--rival-set KEY=JSON ...] [--write-results]
     .venv/bin/python benchmarks/impact_vs_appo.py buffer-placement
+    .venv/bin/python benchmarks/impact_vs_appo.py learner-step [--env CartPole-v1] [--profile 25]
 
 ``race`` trains each algorithm with each seed until the smoothed training return
 (``env_runners/episode_return_mean``) reaches the target or the budget runs out, and reports
@@ -22,6 +23,9 @@ tuned_examples/impact_ext/<env>.yaml. Pendulum-v1: ``race --env Pendulum-v1 --ta
 
 ``buffer-placement`` measures where IMPACT's circular buffer should live: in the learner (a
 plain object) or in a ``ray.remote(num_cpus=0)`` replay actor, for real CartPole train batches.
+
+``learner-step`` splits one IMPACT_EXT learner update into the torch step, RLlib's
+``Learner.update`` around it, and the whole ``impact_update`` call (optionally with a profile).
 
 ``--write-results`` replaces the IMPACT section of benchmarks/RESULTS.md with the tables,
 the command and the date.
@@ -354,6 +358,95 @@ def cmd_buffer_placement(args) -> int:
     return 0
 
 
+def cmd_learner_step(args) -> int:
+    """Where one IMPACT_EXT learner update spends its time, on real train batches of ``--env``.
+
+    Times, per learner update (median of ``--repeats`` rounds of ``--updates`` updates each):
+    the torch step alone (``_update``: forward, loss, backward, grad clip, optimizer step),
+    RLlib's ``Learner.update`` around it (iterator, metrics, hooks), and ``impact_update`` as
+    the algorithm calls it (a new batch put into C(N, K), its K draws, the metrics reduce and
+    the weights for the broadcast), amortised over its updates.
+    """
+    import cProfile
+    import pstats
+
+    import ray
+    import torch
+    from ray.rllib.core.learner.learner import Learner
+    from ray.rllib.core.learner.training_data import TrainingData
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
+    settings = impact_settings(args.env)
+    settings.update(args.impact_set)
+    algo = build("IMPACT_EXT", args.env, 0, 0, settings)
+    learner = algo.learner_group._learner
+    M = algo.config.train_batch_size_per_learner
+    K = algo.config.circular_buffer_iterations_per_batch
+    batches = []
+    for _ in range(4):
+        td = TrainingData(episodes=algo.env_runner.sample(num_timesteps=M, explore=True))
+        batch = learner._make_batch_if_necessary(training_data=td)
+        learner._attach_target_outputs(batch)
+        batches.append(batch)
+    timesteps = {"num_env_steps_sampled_lifetime": 0}
+
+    def per_update(fn, n):
+        rounds = []
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            done = 0
+            while done < n:
+                done += fn(done) or 1
+            rounds.append((time.perf_counter() - t0) / done)
+        return statistics.median(rounds) * 1e3
+
+    def inner(i):
+        learner._update(batches[i % 4].policy_batches)
+
+    def full(i):
+        Learner.update(learner, batch=batches[i % 4], timesteps=timesteps, _no_metrics_reduce=True)
+
+    sample_s, episode_refs = [], []
+    for _ in range(4):
+        s0 = time.perf_counter()
+        episodes = algo.env_runner.sample(num_timesteps=M, explore=True)
+        sample_s.append(time.perf_counter() - s0)
+        episode_refs.append(ray.put(episodes))
+    t_sample = statistics.median(sample_s) * 1e3
+
+    def algo_call(i):
+        # As training_step calls it: one new package (episode refs, as workers send them),
+        # then every draw left (K per batch).
+        out = learner.impact_update(packages=[[episode_refs[(i // K) % 4]]], timesteps=timesteps)
+        return out["num_updates"]
+
+    n = args.updates
+    for fn in (inner, full):  # warm up (first calls build lazy state)
+        fn(0)
+    t_inner = per_update(inner, n)
+    t_full = per_update(full, n)
+    learner.metrics.reduce()
+    algo_call(0)
+    t_algo = per_update(algo_call, n)
+    print(
+        f"IMPACT_EXT learner update on {args.env} (train batch {M} env steps, K = {K}, "
+        f"median of {args.repeats} rounds of {n} updates, torch threads {torch.get_num_threads()}):\n"
+        f"  torch step (_update: forward, loss, backward, clip, optimizer): {t_inner:8.2f} ms\n"
+        f"  Learner.update around it (iterator, metrics, hooks):            {t_full:8.2f} ms  ({t_full / t_inner:.2f}x)\n"
+        f"  impact_update as training_step calls it (put, K draws, reduce):  {t_algo:8.2f} ms  ({t_algo / t_inner:.2f}x)\n"
+        f"  for scale: sampling one batch on the local runner: {t_sample:8.2f} ms ({t_sample / K:.2f} ms per draw)"
+    )
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        per_update(algo_call, n)
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
+    algo.stop()
+    ray.shutdown()
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd")
@@ -373,10 +466,20 @@ def main(argv=None) -> int:
     p.set_defaults(func=cmd_race)
     p = sub.add_parser("buffer-placement")
     p.set_defaults(func=cmd_buffer_placement)
+    p = p_step = sub.add_parser("learner-step")
+    p.add_argument("--env", default="CartPole-v1")
+    p.add_argument("--updates", type=int, default=100)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--impact-set", action="append", default=[], metavar="KEY=JSON")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="also print the N functions with the most own time (cProfile)")
+    p.set_defaults(func=cmd_learner_step)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["race", *(argv or sys.argv[1:])])
-    if hasattr(args, "impact_set"):
+    if args.cmd == "learner-step":
+        args.impact_set = parse_set(p_step, args.impact_set, "--impact-set")
+    elif hasattr(args, "impact_set"):
         args.impact_set = parse_set(p_race, args.impact_set, "--impact-set")
         args.rival_set = parse_set(p_race, args.rival_set, "--rival-set")
     return args.func(args)

@@ -10,8 +10,8 @@ from rllib_ext.algorithms.dfd.dfd_learner import (
     ParameterHistory,
     ReturnBuffer,
     dfd_gradient,
-    standardize_rewards,
 )
+from rllib_ext.common.shaping import standardize
 
 # ------------------------------------------------------------------------------------------
 # Estimator.
@@ -32,7 +32,7 @@ def test_without_delays_g_dfd_is_the_forward_difference_estimator_eq10():
     sigma_eps = sigma * rng.normal(size=(n, d))
     rewards = rng.normal(size=n) * 3 + 7
     g, info = dfd_gradient(rewards, sigma_eps, np.zeros(n, int), history_of([theta]), 0, np.zeros(n, int))
-    r = standardize_rewards(rewards)
+    r = standardize(rewards)
     expected = sum((r[i] - r.mean()) * sigma_eps[i] / (sigma_eps[i] @ sigma_eps[i]) for i in range(n)) / n
     np.testing.assert_allclose(g, expected, rtol=1e-5)
     assert info["current_fraction"] == 1.0

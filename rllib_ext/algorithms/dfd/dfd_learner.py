@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from rllib_ext.common.shaping import standardize
+
 
 class ParameterHistory:
     """θ_u for the last ``U_max + 1`` updates (what λ_i needs, Eq. 17).
@@ -98,13 +100,6 @@ class ReturnBuffer:
         self.num_dropped_stale = state["num_dropped_stale"]
 
 
-def standardize_rewards(rewards: np.ndarray) -> np.ndarray:
-    """(R − μ_R) / σ_R over the batch (Algorithm 1); a constant batch maps to zeros."""
-    rewards = np.asarray(rewards, dtype=np.float64)
-    std = rewards.std()
-    return (rewards - rewards.mean()) / std if std > 0 else np.zeros_like(rewards)
-
-
 def dfd_gradient(
     rewards: np.ndarray,
     sigma_eps: np.ndarray,
@@ -131,7 +126,8 @@ def dfd_gradient(
     (n_i = 0). A batch with none (every return delayed) uses the batch mean, i.e. 0 after
     standardization — the estimator then centres on the batch, as ES does.
     """
-    r_std = standardize_rewards(rewards)  # Algorithm 1: R(α_i) ← (R(α_i) − μ_R) / σ_R
+    # Algorithm 1: R(α_i) ← (R(α_i) − μ_R) / σ_R; a constant batch maps to zeros.
+    r_std = standardize(rewards).astype(np.float64)
     current = delays == 0
     r_theta_u = float(r_std[current].mean()) if current.any() else float(r_std.mean())  # Eq. (23)
     theta_u = history[u]
