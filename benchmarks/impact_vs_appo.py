@@ -382,12 +382,18 @@ def cmd_learner_step(args) -> int:
     learner = algo.learner_group._learner
     M = algo.config.train_batch_size_per_learner
     K = algo.config.circular_buffer_iterations_per_batch
-    batches = []
+    # Four sampled batches: each goes into the object store as the workers would send it (for
+    # impact_update), and through the learner connector once here (for the bare update paths).
+    sample_s, episode_refs, batches = [], [], []
     for _ in range(4):
-        td = TrainingData(episodes=algo.env_runner.sample(num_timesteps=M, explore=True))
-        batch = learner._make_batch_if_necessary(training_data=td)
+        s0 = time.perf_counter()
+        episodes = algo.env_runner.sample(num_timesteps=M, explore=True)
+        sample_s.append(time.perf_counter() - s0)
+        episode_refs.append(ray.put(episodes))  # a copy: the connector below edits episodes
+        batch = learner._make_batch_if_necessary(training_data=TrainingData(episodes=episodes))
         learner._attach_target_outputs(batch)
         batches.append(batch)
+    t_sample = statistics.median(sample_s) * 1e3
     timesteps = {"num_env_steps_sampled_lifetime": 0}
 
     def per_update(fn, n):
@@ -406,17 +412,8 @@ def cmd_learner_step(args) -> int:
     def full(i):
         Learner.update(learner, batch=batches[i % 4], timesteps=timesteps, _no_metrics_reduce=True)
 
-    sample_s, episode_refs = [], []
-    for _ in range(4):
-        s0 = time.perf_counter()
-        episodes = algo.env_runner.sample(num_timesteps=M, explore=True)
-        sample_s.append(time.perf_counter() - s0)
-        episode_refs.append(ray.put(episodes))
-    t_sample = statistics.median(sample_s) * 1e3
-
     def algo_call(i):
-        # As training_step calls it: one new package (episode refs, as workers send them),
-        # then every draw left (K per batch).
+        # As training_step calls it: one new package, then every draw left (K per batch).
         out = learner.impact_update(packages=[[episode_refs[(i // K) % 4]]], timesteps=timesteps)
         return out["num_updates"]
 

@@ -127,7 +127,7 @@ def dfd_gradient(
     standardization — the estimator then centres on the batch, as ES does.
     """
     # Algorithm 1: R(α_i) ← (R(α_i) − μ_R) / σ_R; a constant batch maps to zeros.
-    r_std = standardize(rewards).astype(np.float64)
+    r_std = standardize(rewards)
     current = delays == 0
     r_theta_u = float(r_std[current].mean()) if current.any() else float(r_std.mean())  # Eq. (23)
     theta_u = history[u]
