@@ -11,7 +11,9 @@ key-value store, so a ``ray.shutdown(); ray.init()`` pair would otherwise forget
 Laziness: Tune's registry stores a *pickled class*, so registering a name needs the class
 object; each algorithm's ``<algo>.py`` therefore holds only its Config and Algorithm and imports
 its learner, RL module and torch code lazily (``get_default_learner_class`` etc., as RLlib
-does). Everything else in this package (``cli``, ``common``, ``optim``) is imported only on use.
+does). The black-box and evolution+RL configs name their env runner and learner classes at
+module level, so ``import rllib_ext`` also loads ``common/`` (about half the package); the CLI,
+plotting and the optimizers' extra modules load on use.
 A module that fails to import is reported (warning, and ``rllib list`` marks it broken) instead
 of breaking ``import rllib_ext`` for every other algorithm.
 """
@@ -218,13 +220,16 @@ def register_all() -> List[str]:
     _register_envs()
     registered = []
     for name in ALGORITHMS:
-        if _global_registry.contains(TRAINABLE_CLASS, name):
-            continue
         try:
             cls = get_algorithm_class(name)
         except Exception as e:  # noqa: BLE001 - reported, never silently dropped
             _import_errors[name] = f"{type(e).__name__}: {e}"
             logger.warning("rllib_ext: could not import algorithm %s: %s", name, e)
+            continue
+        # The one place an algorithm learns its registered name (error messages, metrics):
+        # read it with rllib_ext.common.validation.algo_name.
+        cls.rllib_ext_name = name
+        if _global_registry.contains(TRAINABLE_CLASS, name):
             continue
         register_trainable(name, cls)
         registered.append(name)

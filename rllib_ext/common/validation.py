@@ -49,21 +49,18 @@ def is_number(x: Any) -> bool:
 def algo_name(config_or_cls: Any) -> str:
     """The registered name of an algorithm (``"IMPACT_EXT"``), else its class name.
 
+    The name is set once, on the class, by :func:`rllib_ext.registry.register_all`
+    (``cls.rllib_ext_name``); a subclass that is not registered itself gets its class name.
+
     Args:
         config_or_cls: An AlgorithmConfig (its ``algo_class``), an Algorithm class or instance.
     """
-    from rllib_ext.registry import ALGORITHMS
-
     cls = config_or_cls.algo_class if isinstance(config_or_cls, AlgorithmConfig) else config_or_cls
     if isinstance(cls, str):
         return cls
     if not isinstance(cls, type):
         cls = type(cls)
-    path = f"{cls.__module__}:{cls.__qualname__}"
-    for name, spec in ALGORITHMS.items():
-        if spec.algo_path == path:
-            return name
-    return cls.__name__
+    return cls.__dict__.get("rllib_ext_name", cls.__name__)
 
 
 class KeepsMinusOneSettings:

@@ -151,8 +151,6 @@ class CVES(ES):
         phi: φ, with γ = 1 − exp(φ).
     """
 
-    registered_name = "CVES_EXT"
-
     @classmethod
     @override(Algorithm)
     def get_default_config(cls) -> CVESConfig:

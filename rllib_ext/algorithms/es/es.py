@@ -26,6 +26,7 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
 from rllib_ext.common.es_gradient import es_gradient
 from rllib_ext.common.shaping import shape_returns
+from rllib_ext.common.validation import algo_name
 
 # A batch whose episodes keep failing (env raising, NaN) must not loop forever.
 MAX_FAILURES_PER_BATCH_FACTOR = 3
@@ -53,8 +54,6 @@ class ES(BlackBoxAlgorithm):
     :meth:`estimate_gradient`.
     """
 
-    registered_name = "ES_EXT"  # in error messages
-
     @classmethod
     @override(Algorithm)
     def get_default_config(cls) -> ESConfig:
@@ -70,7 +69,7 @@ class ES(BlackBoxAlgorithm):
         Returns:
             (the runner's result dict of each row, in row order; the returns of θ_u itself).
         """
-        u, name = self.update_index, self.registered_name
+        u, name = self.update_index, algo_name(self)
         self.submit_perturbations(seed, n)
         eval_ids = set(self.submit_unperturbed(self.config.eval_episodes))
         by_index, evals = {}, []

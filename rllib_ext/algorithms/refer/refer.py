@@ -50,6 +50,7 @@ from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CONTINUOUS,
     KeepsMinusOneSettings,
+    algo_name,
     check_finite_settings,
     check_optimizer,
     check_vector_spaces,
@@ -175,7 +176,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")
         check_optimizer(self)
         if self.num_learners > 1:
-            self._value_error(f"{self.algo_class.__name__ if isinstance(self.algo_class, type) else self.algo_class} supports `num_learners` 0 or 1 (the replay memory lives in the one Learner), got {self.num_learners}")
+            self._value_error(f"{algo_name(self)} supports `num_learners` 0 or 1 (the replay memory lives in the one Learner), got {self.num_learners}")
         if self.framework_str != "torch":
             self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
         check_finite_settings(self)
