@@ -1,0 +1,94 @@
+"""benchmarks.harness.rows: rows round-trip, and a bad row is one error naming file and line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from benchmarks.harness import rows as rows_lib
+from benchmarks.harness.rows import Curve, Machine, RowError, RunRow
+
+
+def make_row(**changes) -> RunRow:
+    row = RunRow(
+        benchmark="cartpole",
+        race="2026-01-01-test",
+        algorithm="IMPACT_EXT",
+        env="CartPole-v1",
+        seed=0,
+        settings={"model_config": {"fcnet_hiddens": [64, 64]}, "num_env_runners": 1},
+        shared_keys=["model_config", "num_env_runners"],
+        variable=[],
+        protocol={"budget_env_steps": 1000, "budget_s": None, "eval_every_env_steps": 500, "eval_episodes": 5},
+        machine=Machine(cores=2, description="test CPU / Linux"),
+        date="2026-01-01T00:00:00+00:00",
+        curve=Curve(env_steps=[0, 500, 1000], wall_s=[0.0, 1.5, 3.0], eval_return=[10.0, 20.0, 30.0]),
+        target=450.0,
+        extra={"eval_episode_returns": [[10.0], [20.0], [30.0]]},
+    )
+    return dataclasses.replace(row, **changes)
+
+
+def test_write_then_read_round_trips(tmp_path):
+    path = tmp_path / "cartpole" / "race.jsonl"
+    a, b = make_row(), make_row(seed=1, algorithm="APPO")
+    rows_lib.append_row(str(path), a)
+    rows_lib.append_row(str(path), b)
+    assert rows_lib.read_rows(str(path)) == [a, b]
+    assert rows_lib.read_all(str(tmp_path)) == [a, b]
+    assert a.final_return == 30.0
+
+
+def test_machine_this_describes_the_machine():
+    m = Machine.this()
+    assert m.cores >= 1 and m.description
+
+
+def _write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d.pop("seed"), "missing field"),
+        (lambda d: d.update(colour="red"), "unknown field"),
+        (lambda d: d.update(seed="0"), "seed must be an integer"),
+        (lambda d: d["curve"].update(eval_return=[1.0]), "differ in length"),
+        (lambda d: d["curve"].update(env_steps=[0, 1000, 500]), "non-decreasing"),
+        (lambda d: d["curve"].update(env_steps=[], wall_s=[], eval_return=[]), "no evaluation point"),
+        (lambda d: d.update(date="yesterday"), "ISO 8601"),
+        (lambda d: d.update(target="high"), "target"),
+        (lambda d: d.update(schema=99), "schema"),
+    ],
+)
+def test_a_bad_row_names_file_and_line(tmp_path, mutate, message):
+    good = json.loads(make_row().to_json())
+    bad = json.loads(make_row().to_json())
+    mutate(bad)
+    path = _write_lines(tmp_path / "r.jsonl", [json.dumps(good), "", json.dumps(bad)])
+    with pytest.raises(RowError, match=rf"r\.jsonl:3: bad row: .*{message}"):
+        rows_lib.read_rows(path)
+
+
+def test_a_line_that_is_not_json_names_file_and_line(tmp_path):
+    path = _write_lines(tmp_path / "r.jsonl", [make_row().to_json(), "{not json"])
+    with pytest.raises(RowError, match=r"r\.jsonl:2: not JSON"):
+        rows_lib.read_rows(path)
+
+
+def test_a_non_finite_curve_value_is_never_written(tmp_path):
+    row = make_row(curve=Curve(env_steps=[0], wall_s=[0.0], eval_return=[float("nan")]))
+    with pytest.raises(ValueError):
+        rows_lib.append_row(str(tmp_path / "r.jsonl"), row)
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_group_by_keeps_first_seen_order():
+    rows = [make_row(algorithm="B"), make_row(algorithm="A"), make_row(algorithm="B", seed=1)]
+    groups = rows_lib.group_by(rows, "env", "algorithm")
+    assert list(groups) == [("CartPole-v1", "B"), ("CartPole-v1", "A")]
+    assert [r.seed for r in groups[("CartPole-v1", "B")]] == [0, 0 + 1]
