@@ -12,7 +12,7 @@ RUN_ARGS ?=
 
 PYTEST_ARGS ?=
 
-.PHONY: install run test learning-tests bench clean
+.PHONY: install run test test-unit learning-tests bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,16 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/rllib train file $(RUN_FILE) --stop '$(STOP)' $(RUN_ARGS)
 
+# Tiers are folders under tests/ (unit, smoke, reliability, learning). make test: every tier but the
+# long learning runs (CI); make test-unit: seconds, no Ray; make learning-tests: the tuned examples.
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not learning" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not learning_long" $(PYTEST_ARGS)
+
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest tests/unit $(PYTEST_ARGS)
 
 learning-tests: $(STAMP)
-	$(BIN)/python -m pytest -m learning $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m learning_long $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)

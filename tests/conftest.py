@@ -1,8 +1,16 @@
-"""Shared fixtures: one Ray instance per test session, temp storage, the variable-length env."""
+"""Shared fixtures (one Ray instance per test session, temp storage, the variable-length env) and
+the tier markers.
+
+The tier of a test is its folder: ``tests/unit/`` (no Ray), ``tests/smoke/``, ``tests/reliability/``
+and ``tests/learning/`` give their tests the marker of the same name, so ``pytest -m unit`` or
+``pytest -m "not learning"`` select by tier. The long learning runs (the tuned examples, not in
+CI) carry ``learning_long`` on top of ``learning``. Tests run tier by tier, unit tests first.
+"""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +20,38 @@ os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 VARIABLE_LENGTH_ENV = "rllib_ext/VariableLength-v0"
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "smoke", "reliability", "learning")
+
+
+def _tier(item: pytest.Item) -> str | None:
+    try:
+        folder = Path(str(item.path)).resolve().relative_to(TESTS).parts[0]
+    except ValueError:
+        return None
+    return folder if folder in TIERS else None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with its folder's tier, checks the tier rules, and orders tiers cheap first."""
+    errors = []
+    for item in items:
+        tier = _tier(item)
+        if tier is None:
+            errors.append(f"{item.nodeid}: a test lives in one of tests/{{{','.join(TIERS)}}}/")
+            continue
+        for name in TIERS:
+            if name != tier and item.get_closest_marker(name) is not None:
+                errors.append(f"{item.nodeid}: the tier marker '{name}' comes from the folder; move the test")
+        if item.get_closest_marker("learning_long") is not None and tier != "learning":
+            errors.append(f"{item.nodeid}: 'learning_long' tests live in tests/learning/")
+        if tier == "unit" and "ray_session" in item.fixturenames:
+            errors.append(f"{item.nodeid}: unit tests run without Ray; a test that needs Ray goes to tests/smoke/")
+        item.add_marker(getattr(pytest.mark, tier))
+    if errors:
+        raise pytest.UsageError("test layout:\n  " + "\n  ".join(errors))
+    # Stable: modules stay together (module-scoped fixtures), unit tests give feedback first.
+    items.sort(key=lambda item: TIERS.index(_tier(item)))
 
 
 @pytest.fixture(scope="session")

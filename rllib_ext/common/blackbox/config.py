@@ -55,7 +55,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
       θ_u's j-th evaluation episode is seeded from (u, j). A result then no longer depends on
       which runner ran a job or what it ran before, which makes a seeded synchronous run (ES_EXT,
       CVES_EXT with one runner) reproducible and a restored run continue exactly as a straight
-      one (tests/test_reliability_resume.py). Off by default (the papers draw fresh episodes).
+      one (tests/reliability/test_resume.py). Off by default (the papers draw fresh episodes).
     """
 
     def __init__(self, algo_class=None):

@@ -102,7 +102,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         APPO, so a trace also ends where a row ends and bootstraps there from V of the next
         observation (a shorter n-step V-trace target). RLlib's APPO leaves the phantom reward
         at 0, which turns every chunk end into a terminal (see benchmarks/RESULTS.md).
-        ``tests/test_impact_learner.py`` checks this layout on real batches against closed forms
+        ``tests/smoke/algorithms/impact/test_impact_learner.py`` checks this layout on real batches against closed forms
         computed from the sampled episodes.
         """
         tm = self._time_major_fn(config, batch)

@@ -1,0 +1,60 @@
+"""Helpers shared by the test tiers: the repository root, the CLI in a fresh interpreter, tuned examples."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from rllib_ext import cli
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TUNED_EXAMPLES = sorted(glob.glob(os.path.join(REPO, "tuned_examples", "*", "*.yaml")))
+TUNED_EXAMPLE_IDS = [os.path.relpath(p, REPO) for p in TUNED_EXAMPLES]
+
+
+def run_cli_subprocess(args, timeout=120):
+    """Runs `rllib ARGS` in a fresh interpreter; reports whether Ray got started."""
+    code = textwrap.dedent(
+        f"""
+        import sys, ray
+        from rllib_ext.cli import main
+        rc = main({list(args)!r})
+        print("RAY_STARTED=" + str(ray.is_initialized()))
+        sys.exit(rc)
+        """
+    )
+    env = dict(os.environ, RAY_AIR_NEW_OUTPUT="0")
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
+    )
+
+
+def assert_clean_error(proc, *fragments):
+    """Exit 2, one ``rllib: error:`` line holding every fragment, no traceback, Ray never started."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("rllib: error:")]
+    assert len(errors) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]
+    assert "RAY_STARTED=True" not in proc.stdout
+
+
+def tuned_example_threshold(exp) -> float:
+    """The return a tuned example must reach: its ``pass_criteria`` or its ``stop`` value."""
+    criteria = cli.normalize_stop(exp.get("pass_criteria") or exp.get("stop") or {})
+    if cli.RETURN_KEY not in criteria:
+        pytest.fail(f"tuned example has no {cli.RETURN_KEY} in pass_criteria or stop")
+    return float(criteria[cli.RETURN_KEY])
+
+
+def build_tuned_example(exp):
+    """The algorithm class and validated config of one experiment, as `rllib train file` builds them."""
+    overrides = exp.get("config") or {}
+    algo_cls = cli.resolve_algorithm(str(exp["run"]))
+    return algo_cls, cli.build_config(algo_cls, exp.get("env") or overrides.get("env"), overrides)

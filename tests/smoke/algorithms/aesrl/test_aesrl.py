@@ -1,0 +1,101 @@
+"""AESRL_EXT (paper 001) on Ray: trains, checkpoints, restores, recovers its critic and replay actors."""
+
+import numpy as np
+import ray
+
+from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
+
+# Actor and critics of different sizes on purpose (the critic worker holds both).
+TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, rl_actor_steps=20, initial_steps=400)
+
+
+def aesrl_config(**kw):
+    settings = dict(TINY, critic_steps_per_call=50, fixed_range=200.0, fitness_baseline=200.0, mean_eval_episodes=1)
+    settings.update(kw)
+    return (
+        AESRLConfig().environment("Pendulum-v1").env_runners(num_env_runners=2)
+        .training(**settings).reporting(min_time_s_per_iteration=None).debugging(seed=0)
+    )
+
+
+def train_until(algo, predicate, max_iters=40):
+    result = None
+    for _ in range(max_iters):
+        result = algo.train()
+        if predicate(result):
+            return result
+    raise AssertionError(f"condition not reached in {max_iters} iterations; last blackbox metrics: {result['blackbox']}")
+
+
+def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
+    algo = aesrl_config(initial_steps=200).build_algo()
+    try:
+        result = train_until(algo, lambda r: r["blackbox"].get("n_rl_lifetime", 0) >= 2 and r["blackbox"].get("critic_steps_lifetime", 0) > 0)
+        bb = result["blackbox"]
+        for key in ("p_rl", "p_mean", "sigma_mean", "f_mu", "replay_size", "worker_utilization", "critic_updates_per_s", "n_es_lifetime"):
+            assert key in bb, key
+        assert result["env_runners"]["num_env_steps_sampled_lifetime"] == algo.counters["individual_steps"]
+        assert np.isfinite(algo.mu).all() and (algo.var >= algo.config.var_limit).all()
+        assert algo.update_index > 0
+        # RLlib's module holds mu (for `rllib evaluate` and checkpoints).
+        learner_theta = algo._on_learner(lambda learner: learner.get_flat())
+        assert np.array_equal(learner_theta, algo.mu)
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+        mu, var, u, counters = algo.mu.copy(), algo.var.copy(), algo.update_index, dict(algo.counters)
+        critic = ray.get(algo.critic.get_state.remote())
+        f_mu = algo.population.f_mu
+    finally:
+        algo.stop()
+    restored = type(algo).from_checkpoint(path)
+    try:
+        assert np.array_equal(restored.mu, mu) and np.array_equal(restored.var, var)
+        assert restored.update_index == u and restored.population.f_mu == f_mu
+        assert restored.counters["individual_steps"] == counters["individual_steps"]
+        assert restored.counters["n_rl"] == counters["n_rl"]
+        state = ray.get(restored.critic.get_state.remote())
+        for k, v in critic["critic"].items():
+            assert np.array_equal(state["critic"][k], v)
+        assert state["num_critic_steps"] == critic["num_critic_steps"]
+        restored.train()
+        assert restored.update_index >= u
+        # Kill the critic worker and the replay actor: both are re-created (logged, counted), training goes on.
+        ray.kill(restored.critic)
+        ray.kill(restored.replay)
+        train_until(
+            restored,
+            lambda r: r["blackbox"]["critic_worker_restarts_lifetime"] + r["blackbox"]["replay_actor_restarts_lifetime"] >= 1,
+        )
+        before = restored.update_index
+        train_until(restored, lambda r: restored.update_index > before + 2)
+        assert np.isfinite(restored.mu).all()
+    finally:
+        restored.stop()
+
+
+def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session):
+    """The other f(μ) estimate and rule pair end to end (every rule is unit-tested in test_aesrl_rules)."""
+    algo = aesrl_config(mean_rule="one_plus_one", variance_rule="success_rule", mean_fitness="interpolate",
+                        success_window=3, initial_steps=10_000).build_algo()
+    try:
+        result = train_until(algo, lambda r: algo.update_index >= 4)
+        assert result["blackbox"]["mean_eval_env_steps_lifetime"] == 200  # f(μ_0) only: one episode
+        assert np.isfinite(algo.mu).all() and np.isfinite(algo.var).all()
+    finally:
+        algo.stop()
+
+
+def test_aesrl_critic_floor_holds_individuals_until_the_critic_catches_up(ray_session):
+    """critic_min_steps_per_env_step: no individual starts while the critic is below its floor."""
+    floor, per_call = 1.0, 50
+    algo = aesrl_config(initial_steps=400, critic_min_steps_per_env_step=floor, critic_steps_per_call=per_call).build_algo()
+    try:
+        start = algo.config.effective_rl_start_steps
+        result = train_until(algo, lambda r: algo.counters["individual_steps"] >= start + 1200)
+        steps, critic = algo.counters["individual_steps"], algo.counters["critic_steps"]
+        # Individuals already running when the floor was reached finish: at most one 200-step
+        # Pendulum episode per job slot beyond it.
+        slots = algo.config.num_env_runners * algo.config.jobs_in_flight_per_env_runner
+        assert critic + per_call >= floor * (steps - start - slots * 200), (steps, critic)
+        assert result["blackbox"]["critic_wait_s_lifetime"] > 0
+    finally:
+        algo.stop()

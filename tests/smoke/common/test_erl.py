@@ -1,0 +1,48 @@
+"""The ERL env runner's job protocol (common/erl.py) with a replay actor."""
+
+import numpy as np
+import ray
+
+from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
+from rllib_ext.common.population import gaussian_individual
+
+# Actor and critics of different sizes on purpose (the critic worker holds both).
+TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, rl_actor_steps=20, initial_steps=400)
+
+
+def aesrl_config(**kw):
+    settings = dict(TINY, critic_steps_per_call=50, fixed_range=200.0, fitness_baseline=200.0, mean_eval_episodes=1)
+    settings.update(kw)
+    return (
+        AESRLConfig().environment("Pendulum-v1").env_runners(num_env_runners=2)
+        .training(**settings).reporting(min_time_s_per_iteration=None).debugging(seed=0)
+    )
+
+
+def test_runner_regenerates_individuals_and_fills_replay(ray_session):
+    from rllib_ext.common.erl import ERLEnvRunner
+    from rllib_ext.common.replay.transitions import ReplayActor
+
+    cfg = aesrl_config()
+    runner = ERLEnvRunner(config=cfg)
+    mu = runner.module.get_flat()
+    var = np.full_like(mu, 1e-2)
+    replay = ReplayActor.remote(1000, 3, 1, 0)
+    payload = ray.put({"mu": mu, "var": var, "replay": replay})
+    out = runner.run_jobs(1, [payload], [{"id": 0, "kind": "individual", "seed": 5}, {"id": 1, "kind": "mean", "episodes": 2}])
+    es, mean = out["results"]
+    assert es["params"] is None and es["length"] == 200 and np.isfinite(es["return"])  # a seed in, a scalar out
+    assert mean["kind"] == "mean" and len(mean["returns"]) == 2 and mean["length"] == 400
+    # The runner evaluated exactly the z the driver regenerates from (mu, var, seed).
+    runner.module.set_flat(gaussian_individual(mu, var, 5))
+    z = runner.module.get_flat()
+    assert np.array_equal(z, gaussian_individual(mu, var, 5))
+    assert ray.get(replay.size.remote()) == 200  # the individual's episode only, not the mean's
+    # An RL individual: trained against critic weights, its new parameters come back.
+    from rllib_ext.common.td3 import TwinCritic
+
+    critic = {k: v.numpy() for k, v in TwinCritic(3, 1, (24, 24)).state_dict().items()}
+    out = runner.run_jobs(1, [payload], [{"id": 2, "kind": "individual", "seed": 6, "rl_steps": 5, "critic_ref": [ray.put(critic)]}])
+    rl = out["results"][0]
+    assert rl["rl"] and rl["params"].shape == mu.shape and not np.allclose(rl["params"], gaussian_individual(mu, var, 6))
+    runner.stop()

@@ -1,0 +1,179 @@
+"""AES-RL's mean and variance rules (paper 001 §3.2–3.4) and the asynchronous population, against hand values."""
+
+import numpy as np
+import pytest
+
+from rllib_ext.algorithms.aesrl.aesrl_learner import (
+    AsyncPopulation,
+    adaptive_n,
+    p_rl,
+    update_ratio,
+    welford_variance,
+)
+from rllib_ext.common.population import rank_weights
+
+
+def test_p_rl_values():
+    assert p_rl(0, 0) == 0.5
+    assert p_rl(5, 5, k_rl=50, p_desired=0.5) == 0.5
+    # ratio 0.52: -50*0.02 + 0.5 = -0.5 -> clipped to 0
+    assert p_rl(13, 12, k_rl=50, p_desired=0.5) == 0.0
+    # ratio 0.49: -50*(-0.01)+0.5 = 1.0
+    assert p_rl(49, 51, k_rl=50, p_desired=0.5) == pytest.approx(1.0)
+    # ratio 0.499 -> 0.55
+    assert p_rl(499, 501, k_rl=50, p_desired=0.5) == pytest.approx(0.55)
+    # Swimmer's p_desired 0.1 with ratio 0.1 -> 0.5
+    assert p_rl(1, 9, k_rl=50, p_desired=0.1) == pytest.approx(0.5)
+
+
+def test_p_rl_controller_drives_share_to_p_desired():
+    """Scripted sequence: draw RL with probability p_rl; the RL share converges to p_desired."""
+    rng = np.random.default_rng(0)
+    for p_desired in (0.5, 0.1):
+        n_rl = n_es = 0
+        for _ in range(2000):
+            if rng.random() < p_rl(n_rl, n_es, 50.0, p_desired):
+                n_rl += 1
+            else:
+                n_es += 1
+        assert abs(n_rl / (n_rl + n_es) - p_desired) < 0.01
+
+
+def test_one_plus_one():
+    assert update_ratio("one_plus_one", 10.0, 5.0) == 1.0
+    assert update_ratio("one_plus_one", 5.0, 5.0) == 0.0
+    assert update_ratio("one_plus_one", 4.0, 5.0) == 0.0
+
+
+def test_fixed_linear_clipping_and_p_sg():
+    kw = dict(r=100.0, p_positive=1.0, p_negative=0.0)
+    assert update_ratio("fixed_linear", 150.0, 100.0, **kw) == pytest.approx(0.5)
+    assert update_ratio("fixed_linear", 400.0, 100.0, **kw) == 1.0  # clip at 1
+    assert update_ratio("fixed_linear", 50.0, 100.0, **kw) == 0.0  # p_negative = 0
+    assert update_ratio("fixed_linear", 50.0, 100.0, r=100.0, p_positive=1.0, p_negative=0.5) == pytest.approx(-0.25)
+    assert update_ratio("fixed_linear", -900.0, 100.0, r=100.0, p_negative=0.5) == pytest.approx(-0.5)  # clip at -1
+
+
+def test_fixed_sigmoid():
+    assert update_ratio("fixed_sigmoid", 200.0, 100.0, r=100.0) == pytest.approx(1 / (1 + np.exp(-1)))
+    assert update_ratio("fixed_sigmoid", 50.0, 100.0, r=100.0, p_negative=0.0) == 0.0
+    assert update_ratio("fixed_sigmoid", 50.0, 100.0, r=100.0, p_negative=1.0) == pytest.approx(1 / (1 + np.exp(0.5)))
+
+
+def test_baseline_absolute():
+    # f_b = -2000 (Table 5): p = (f_z - f_b)/((f_mu - f_b) + (f_z - f_b))
+    assert update_ratio("baseline_absolute", 1000.0, 0.0, f_b=-2000.0) == pytest.approx(3000 / 5000)
+    assert update_ratio("baseline_absolute", -2500.0, 0.0, f_b=-2000.0) == 0.0  # below the baseline
+    assert update_ratio("baseline_absolute", 0.0, 0.0, f_b=-2000.0) == pytest.approx(0.5)
+
+
+def test_baseline_relative_and_cutoffs():
+    # f_mu 1000, f_b 2000 -> f_rb = -1000.
+    f = lambda fz, **kw: update_ratio("baseline_relative", fz, 1000.0, f_b=2000.0, **kw)  # noqa: E731
+    assert f(1000.0) == pytest.approx(2000 / 4000)  # z as good as mu -> 0.5
+    assert f(3000.0) == pytest.approx(4000 / 6000)
+    assert f(-500.0) == pytest.approx(500 / 2500)  # worse than mu but above f_rb: still moves
+    assert f(-1500.0) == 0.0  # below f_rb with p_negative = 0
+    assert f(-3500.0, p_negative=1.0) == 0.0  # below f_rb - f_b: the cut-off
+
+
+def test_baseline_relative_negative_branch_value():
+    # f_z in [f_rb - f_b, f_rb): p = p_negative * (f_z - f_rb)/(f_b + f_z - f_rb)
+    p = update_ratio("baseline_relative", -1500.0, 1000.0, f_b=2000.0, p_negative=1.0)
+    assert p == pytest.approx(-500.0 / 1500.0)
+
+
+def test_unknown_rule_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown"):
+        update_ratio("bogus", 1.0, 0.0)
+    with pytest.raises(ValueError, match="mean_rule"):
+        AsyncPopulation(np.zeros(3), mean_rule="bogus")
+    with pytest.raises(ValueError, match="elite"):
+        AsyncPopulation(np.zeros(3), mean_rule="baseline_relative", variance_rule="elite")
+
+
+def test_adaptive_n():
+    assert adaptive_n(0.5) == 1.0
+    assert adaptive_n(0.1) == pytest.approx(9.0)
+    assert adaptive_n(0.9) == 1.0  # max(..., 1)
+
+
+def test_welford_matches_hand_value():
+    var, z = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    mu_old, mu_new = np.array([1.0, 0.0]), np.array([2.0, -0.5])
+    out = welford_variance(var, z, mu_old, mu_new, n=4.0)
+    assert out == pytest.approx([1.0 + (2.0 * 1.0 - 1.0) / 4, 2.0 + ((-1.0) * (-0.5) - 2.0) / 4])
+
+
+def test_population_online_adaptive_step():
+    pop = AsyncPopulation(np.zeros(2), sigma_init=0.5, fitness_baseline=100.0)
+    pop.f_mu = 100.0
+    z = np.array([1.0, -2.0], dtype=np.float32)
+    # f_rb = 0; f_z = 300 -> p = 300/(100+300) = 0.75; n = max(0.25/0.75, 1) = 1
+    p = pop.tell(z, 300.0)
+    assert p == pytest.approx(0.75)
+    assert pop.mu == pytest.approx(0.75 * z)
+    assert pop.var == pytest.approx(z * (z - 0.75 * z))  # n = 1: var = (z - mu_old)(z - mu_new)
+
+
+def test_population_p_zero_leaves_mean_and_variance():
+    pop = AsyncPopulation(np.ones(3), sigma_init=0.2, fitness_baseline=10.0)
+    pop.f_mu = 100.0
+    p = pop.tell(np.full(3, 5.0), 50.0)  # far below f_rb - f_b = 80
+    assert p == 0.0
+    assert pop.mu == pytest.approx(np.ones(3))
+    assert pop.var == pytest.approx(np.full(3, 0.2))
+
+
+def test_population_online_fixed_and_floor():
+    pop = AsyncPopulation(np.zeros(2), sigma_init=1.0, mean_rule="one_plus_one", variance_rule="online_fixed",
+                          online_n=2.0, var_limit=0.3)
+    pop.f_mu = 0.0
+    z = np.array([0.5, 0.0], dtype=np.float32)
+    assert pop.tell(z, 1.0) == 1.0
+    # mu_new = z: (z - 0)(z - z) = 0 -> var = 1 + (0 - 1)/2 = 0.5; floored at 0.3 stays 0.5
+    assert pop.var == pytest.approx([0.5, 0.5])
+    pop.tell(z, 2.0)  # again: var = 0.5 + (0 - 0.5)/2 = 0.25 -> floor 0.3
+    assert pop.var == pytest.approx([0.3, 0.3])
+
+
+def test_success_rule_increases_then_decreases_sigma():
+    pop = AsyncPopulation(np.zeros(1), sigma_init=1.0, mean_rule="one_plus_one", variance_rule="success_rule",
+                          success_window=5, success_factor=0.5, var_limit=1e-9)
+    pop.f_mu = 0.0
+    for i in range(4):
+        pop.tell(np.zeros(1), 1.0)  # success (f_mu stays 0: the caller re-estimates it)
+    assert pop.var == pytest.approx([1.0])  # window not full yet
+    pop.tell(np.zeros(1), 1.0)
+    assert pop.var == pytest.approx([4.0])  # rate 1 > 1/5: sigma / 0.5 -> var * 4
+    for _ in range(5):
+        pop.tell(np.zeros(1), -1.0)  # the next window: rate 0 -> sigma * 0.5 -> var / 4
+    assert pop.var == pytest.approx([1.0])
+
+
+def test_rank_rule_is_sep_cem_over_last_n_divided_by_n():
+    n, d = 4, 3
+    pop = AsyncPopulation(np.zeros(d), sigma_init=1.0, mean_rule="rank", variance_rule="elite", rank_population=n,
+                          cem_damp_init=0.0, cem_damp_limit=0.0)
+    rng = np.random.default_rng(1)
+    zs = rng.standard_normal((n, d)).astype(np.float32)
+    fs = [3.0, 1.0, 4.0, 2.0]
+    for z, f in zip(zs[:-1], fs[:-1]):
+        assert pop.tell(z, f) == 0.0  # fewer than n stored: no update
+    assert pop.mu == pytest.approx(np.zeros(d))
+    assert pop.tell(zs[-1], fs[-1]) == pytest.approx(1 / n)
+    w = rank_weights(n // 2)
+    elite = w[0] * zs[2] + w[1] * zs[0]  # best: f=4 (index 2), then f=3 (index 0)
+    assert pop.mu == pytest.approx(elite / n, rel=1e-5)
+    assert pop.var == pytest.approx(w[0] * zs[2] ** 2 + w[1] * zs[0] ** 2, rel=1e-5)
+
+
+def test_population_requires_f_mu_and_state_round_trip():
+    pop = AsyncPopulation(np.zeros(2))
+    with pytest.raises(ValueError, match="f\\(μ\\)"):
+        pop.tell(np.ones(2), 1.0)
+    pop.f_mu = 1.0
+    pop.tell(np.ones(2), 5.0)
+    other = AsyncPopulation(np.zeros(2))
+    other.set_state(pop.get_state())
+    assert other.mu == pytest.approx(pop.mu) and other.var == pytest.approx(pop.var) and other.f_mu == 1.0

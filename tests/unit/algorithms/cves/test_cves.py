@@ -1,0 +1,54 @@
+"""CVESConfig: validation and paper 002 §4 defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from rllib_ext import CVESConfig
+from rllib_ext.common.blackbox import BlackBoxEnvRunner
+
+VAR_ENV = "rllib_ext/VariableLength-v0"
+
+
+def small_config(runners=2, env_config=None, **training):
+    training = {"policy_hiddens": [8], **training}
+    return (
+        CVESConfig()
+        .environment(VAR_ENV, env_config=env_config or {"continuous": True, "min_len": 5, "max_len": 15})
+        .env_runners(num_env_runners=runners)
+        .training(**training)
+        .debugging(seed=0)
+    )
+
+
+@pytest.mark.parametrize(
+    "training,match",
+    [
+        ({"policy_head": "deterministic"}, "stochastic policy"),
+        ({"explore_perturbations": False}, "stochastic policy"),
+        ({"return_shaping": "rank"}, "return_shaping"),
+        ({"gamma": 1.0}, "gamma"),
+        ({"eta_lr": -1e-4}, "eta_lr"),
+        ({"phi_num_perturbations": 5}, "phi_num_perturbations"),
+        ({"phi_noise_stdev": 0.0}, "phi_noise_stdev"),
+        ({"episodes_per_batch": 9}, "must be even"),
+    ],
+)
+def test_invalid_settings_fail_validate(training, match):
+    with pytest.raises(ValueError, match=match):
+        small_config(**training).validate()
+
+
+def test_runner_class_and_baseline_settings_validate():
+    with pytest.raises(ValueError, match="CVESEnvRunner"):
+        small_config().env_runners(env_runner_cls=BlackBoxEnvRunner).validate()
+    # The ES baseline switch accepts what the control variate cannot use.
+    small_config(control_variate=False, policy_head="deterministic", explore_perturbations=False).validate()
+
+
+def test_defaults_are_paper_002_section_4():
+    c = CVESConfig()
+    assert (c.policy_hiddens, c.policy_activation, c.policy_head) == ([32, 32], "relu", "gaussian")
+    assert (c.noise_stdev, c.lr, c.optimizer, c.episodes_per_batch, c.sampler) == (0.02, 0.01, "adam", 10, "antithetic")
+    assert (c.gamma, c.phi_noise_stdev, c.phi_num_perturbations) == (0.99, 0.02, 10)
+    assert c.observation_filter is False and c.return_shaping == "standardize"

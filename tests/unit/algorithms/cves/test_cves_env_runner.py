@@ -1,0 +1,101 @@
+"""CV-ES's env runner: the policy gradient of Eq. 5 with clipped actions; the runner built locally (no Ray)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from rllib_ext.algorithms.cves.cves_env_runner import action_log_probs, policy_gradients
+from rllib_ext.common.policies import MLPPolicy
+
+
+def bandit_policy(mean_unit=0.7, std=0.6):
+    torch.manual_seed(0)
+    policy = MLPPolicy(2, gym.spaces.Box(-1.0, 1.0, (1,)), hiddens=[4], head="gaussian")
+    with torch.no_grad():
+        policy.net[-1].bias.fill_(float(np.arctanh(mean_unit)))
+        policy.net[-1].weight.zero_()
+        policy.log_std.fill_(float(np.log(std)))
+    return policy
+
+
+def test_censored_log_prob_inside_and_at_the_bounds():
+    policy = bandit_policy()
+    obs = torch.zeros(3, 2)
+    logp = action_log_probs(policy, obs, np.array([[0.2], [1.0], [-1.0]], dtype=np.float32))
+    normal = torch.distributions.Normal(0.7, 0.6)
+    assert logp[0].item() == pytest.approx(normal.log_prob(torch.tensor(0.2)).item(), rel=1e-5)
+    assert logp[1].item() == pytest.approx(np.log(1 - normal.cdf(torch.tensor(1.0)).item()), rel=1e-4)
+    assert logp[2].item() == pytest.approx(np.log(normal.cdf(torch.tensor(-1.0)).item()), rel=1e-4)
+
+
+def test_policy_gradient_of_clipped_actions_is_unbiased():
+    """One-step bandit r(a) = a with a = clip(N(μ, s²)) hitting the bound 31% of the time."""
+    policy = bandit_policy()
+    obs = np.zeros((1, 2), dtype=np.float32)
+    # Exact ∇θ E[clip(a, −1, 1)] through the closed form of the censored mean.
+    dist = policy.distribution(torch.as_tensor(obs))
+    m, s = dist.loc[0, 0], dist.scale[0, 0]
+    std_normal = torch.distributions.Normal(0.0, 1.0)
+    a, b = (-1 - m) / s, (1 - m) / s
+    mean_clipped = m * (std_normal.cdf(b) - std_normal.cdf(a)) + s * (
+        std_normal.log_prob(a).exp() - std_normal.log_prob(b).exp()) - std_normal.cdf(a) + 1 - std_normal.cdf(b)
+    exact = torch.cat([g.reshape(-1) for g in torch.autograd.grad(mean_clipped, list(policy.parameters()))]).numpy()
+
+    generator = torch.Generator().manual_seed(1)
+    samples = 4000
+    actions = np.stack([policy.act(obs[0], explore=True, generator=generator) for _ in range(samples)])
+    rewards = actions[:, 0].astype(np.float64)
+    # Independent one-step episodes side by side: weights w_0 = r (Eq. 5 with T = 1), averaged.
+    g = policy_gradients(policy, np.repeat(obs, samples, 0), actions, rewards[None, :])[0] / samples
+    assert np.linalg.norm(g - exact) < 0.1 * np.linalg.norm(exact)
+    # The unclipped Gaussian's density at the clipped action (the common shortcut) is biased here.
+    naive_logp = policy.distribution(torch.as_tensor(np.repeat(obs, samples, 0))).log_prob(torch.as_tensor(actions)).sum(-1)
+    naive = torch.autograd.grad((torch.as_tensor(rewards) * naive_logp.double()).sum() / samples, list(policy.parameters()))
+    naive = torch.cat([n.reshape(-1) for n in naive]).numpy()
+    assert np.linalg.norm(naive - exact) > 2 * np.linalg.norm(g - exact)
+
+
+def local_runner(env_config=None, env="rllib_ext/VariableLength-v0"):
+    import rllib_ext  # noqa: F401 - registers the envs
+    from rllib_ext import CVESConfig
+    from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner
+
+    config = CVESConfig().environment(env, env_config=env_config or {"continuous": True, "min_len": 5, "max_len": 9})
+    config = config.training(policy_hiddens=[8]).debugging(seed=0)
+    config.validate()
+    return CVESEnvRunner(config=config)
+
+
+def jobs(n):
+    return [{"id": i, "seed": 3, "n": n, "index": i} for i in range(n)]
+
+
+def test_runner_returns_j_gamma_and_one_pg_vector_per_gamma():
+    runner = local_runner()
+    theta = runner.module.get_flat()
+    runner.publish(0, (theta, runner.obs_filter.get_state(), [0.99, 0.5]))
+    out = runner.run_jobs(0, None, jobs(2))
+    last = out["results"][-1]
+    rewards = np.array(runner.env.rewards)  # the recorder holds the last episode
+    assert last["return"] == pytest.approx(rewards.sum())
+    np.testing.assert_allclose(last["return_gamma"], [(0.99 ** np.arange(len(rewards)) * rewards).sum(),
+                                                      (0.5 ** np.arange(len(rewards)) * rewards).sum()])
+    assert last["g_pg"].shape == (2, theta.size) and last["g_pg"].dtype == np.float32
+    assert np.any(last["g_pg"] != 0)
+    # Control variate off: plain black-box results, and `sample` (rllib evaluate) never computes PGs.
+    runner.publish(1, (theta, runner.obs_filter.get_state(), None))
+    assert "g_pg" not in runner.run_jobs(1, None, jobs(2))["results"][0]
+    assert len(runner.sample(num_episodes=1)) == 1
+
+
+def test_runner_keeps_results_aligned_when_episodes_fail():
+    runner = local_runner({"fault": "raise", "fault_prob": 0.5, "continuous": True}, env="rllib_ext/Faulty-v0")
+    theta = runner.module.get_flat()
+    runner.publish(0, (theta, runner.obs_filter.get_state(), [0.99]))
+    results = runner.run_jobs(0, None, jobs(12))["results"]
+    assert any(r["failed"] for r in results) and not all(r["failed"] for r in results)
+    for r in results:
+        assert ("g_pg" in r) == (not r["failed"])

@@ -1,0 +1,148 @@
+"""IMPACT's losses and targets (paper 004) against closed forms: r1/r2/r3 ratios, the clipped surrogate, V-trace GAE, the KL coefficient."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rllib_ext.algorithms.impact.utils import (
+    adapt_kl_coeff,
+    clipped_surrogate,
+    masked_standardize,
+    surrogate_log_ratio,
+    vtrace_gae_lambda,
+    vtrace_targets,
+)
+
+
+def _probs(shape, gen):
+    return torch.rand(shape, generator=gen, dtype=torch.float64) * 0.98 + 0.01
+
+
+@pytest.mark.parametrize("rho", [1.0, 2.0, 5.0])
+def test_r3_equals_closed_form(rho):
+    gen = torch.Generator().manual_seed(0)
+    p_theta, p_target, p_worker = (_probs((64,), gen) for _ in range(3))
+    beta = 1.0 / rho
+    log_r3 = surrogate_log_ratio(
+        "r3", logp_theta=p_theta.log(), logp_target=p_target.log(), logp_worker=p_worker.log(), rho=rho
+    )
+    expected = p_theta / torch.maximum(p_target, beta * p_worker)
+    torch.testing.assert_close(log_r3.exp(), expected)
+    # Appendix E form: min(πworker/πtarget, ρ) · πθ/πworker.
+    torch.testing.assert_close(log_r3.exp(), torch.clamp(p_worker / p_target, max=rho) * p_theta / p_worker)
+
+
+def test_r3_reduces_to_r1_when_target_dominates_and_r2_form_otherwise():
+    gen = torch.Generator().manual_seed(1)
+    rho = 2.0
+    p_theta, p_worker = _probs((32,), gen), _probs((32,), gen)
+    # πtarget >= β πworker everywhere: max(πtarget, β πworker) = πtarget, R3 = R1.
+    p_target = p_worker / rho + 0.05
+    args = dict(logp_theta=p_theta.log(), logp_target=p_target.log(), logp_worker=p_worker.log(), rho=rho)
+    torch.testing.assert_close(surrogate_log_ratio("r3", **args), surrogate_log_ratio("r1", **args))
+    # πtarget < β πworker everywhere: R3 = ρ·πθ/πworker = ρ·R2 (the worker-clipped branch).
+    p_target = p_worker / rho * 0.5
+    args["logp_target"] = p_target.log()
+    torch.testing.assert_close(
+        surrogate_log_ratio("r3", **args), surrogate_log_ratio("r2", **args) + math.log(rho)
+    )
+
+
+def test_r3_reduces_to_r2_when_target_equals_worker_and_rho_is_one():
+    """With πtarget = πworker and ρ = 1 (β = 1), max(πtarget, β πworker) = πworker: R3 = R2."""
+    gen = torch.Generator().manual_seed(2)
+    p_theta, p_worker = _probs((32,), gen), _probs((32,), gen)
+    args = dict(logp_theta=p_theta.log(), logp_target=p_worker.log(), logp_worker=p_worker.log(), rho=1.0)
+    torch.testing.assert_close(surrogate_log_ratio("r3", **args), surrogate_log_ratio("r2", **args))
+
+
+def test_unknown_surrogate_ratio_raises():
+    x = torch.zeros(3)
+    with pytest.raises(ValueError, match="surrogate_ratio"):
+        surrogate_log_ratio("r4", logp_theta=x, logp_target=x, logp_worker=x, rho=2.0)
+
+
+def test_clipped_surrogate_is_ppo_objective():
+    ratio = torch.tensor([0.5, 1.0, 1.5, 0.5, 1.5])
+    adv = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0])
+    out = clipped_surrogate(ratio, adv, 0.2)
+    torch.testing.assert_close(out, torch.tensor([0.5, 1.0, 1.2, -0.8, -1.5]))
+
+
+def _episode_tensors(T=7, B=3, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    rewards = torch.randn((T, B), generator=gen, dtype=torch.float64)
+    values = torch.randn((T, B), generator=gen, dtype=torch.float64)
+    bootstrap = torch.randn((B,), generator=gen, dtype=torch.float64)
+    discounts = torch.full((T, B), 0.97, dtype=torch.float64)
+    if T > 3 and B > 1:
+        discounts[3, 1] = 0.0  # a terminal step inside one column
+    behaviour = torch.log(_probs((T, B), gen))
+    target = torch.log(_probs((T, B), gen))
+    return dict(rewards=rewards, values=values, bootstrap_values=bootstrap, discounts=discounts), behaviour, target
+
+
+def _gae_reference(rewards, values, bootstrap, discounts, lam):
+    T = rewards.shape[0]
+    adv = np.zeros(rewards.shape)
+    next_adv = np.zeros(rewards.shape[1])
+    next_v = bootstrap.numpy()
+    for t in reversed(range(T)):
+        delta = rewards[t].numpy() + discounts[t].numpy() * next_v - values[t].numpy()
+        next_adv = delta + discounts[t].numpy() * lam * next_adv
+        adv[t] = next_adv
+        next_v = values[t].numpy()
+    return adv
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.5, 0.95, 1.0])
+def test_vtrace_gae_equals_gae_when_behaviour_is_target(lam):
+    data, behaviour, _ = _episode_tensors()
+    adv = vtrace_gae_lambda(target_logp=behaviour, behaviour_logp=behaviour, lam=lam, **data)
+    expected = _gae_reference(data["rewards"], data["values"], data["bootstrap_values"], data["discounts"], lam)
+    np.testing.assert_allclose(adv.numpy(), expected, rtol=1e-10, atol=1e-10)
+
+
+def test_vtrace_gae_at_lambda_one_equals_vtrace_advantages():
+    data, behaviour, target = _episode_tensors(seed=3)
+    adv = vtrace_gae_lambda(target_logp=target, behaviour_logp=behaviour, lam=1.0, rho_bar=1.0, c_bar=1.0, **data)
+    vs, pg_adv = vtrace_targets(target_logp=target, behaviour_logp=behaviour, rho_bar=1.0, pg_rho_bar=1.0, **data)
+    # Σ γ^{i-t} Π c_j δ_i = v_s − V(s_t) ...
+    torch.testing.assert_close(adv, vs - data["values"])
+    # ... = ρ_t (r_t + γ v_{t+1} − V(s_t)), V-trace's policy-gradient advantage (ρ̄ = c̄ = 1).
+    torch.testing.assert_close(adv, pg_adv)
+
+
+def test_vtrace_gae_truncates_traces_off_policy():
+    """Off-policy, λ < 1: A_t = δ_t + λ γ_t c_t A_{t+1} with c, ρ truncated at 1."""
+    data, behaviour, target = _episode_tensors(T=3, B=1, seed=4)
+    lam = 0.9
+    adv = vtrace_gae_lambda(target_logp=target, behaviour_logp=behaviour, lam=lam, **data)
+    ratio = torch.exp(target - behaviour)[:, 0]
+    r, v, d = data["rewards"][:, 0], data["values"][:, 0], data["discounts"][:, 0]
+    v_next = torch.cat([v[1:], data["bootstrap_values"]])
+    delta = torch.clamp(ratio, max=1.0) * (r + d * v_next - v)
+    a2 = delta[2]
+    a1 = delta[1] + lam * d[1] * min(ratio[1].item(), 1.0) * a2
+    a0 = delta[0] + lam * d[0] * min(ratio[0].item(), 1.0) * a1
+    torch.testing.assert_close(adv[:, 0], torch.stack([a0, a1, a2]))
+
+
+def test_kl_coeff_moves_toward_target():
+    assert adapt_kl_coeff(1.0, kl=0.05, kl_target=0.01) == pytest.approx(1.5)  # KL too large: up
+    assert adapt_kl_coeff(1.0, kl=0.001, kl_target=0.01) == pytest.approx(0.5)  # too small: down
+    assert adapt_kl_coeff(1.0, kl=0.01, kl_target=0.01) == pytest.approx(1.0)  # in band: same
+
+
+def test_masked_standardize_uses_only_valid_steps():
+    x = torch.tensor([[1.0, 3.0], [5.0, 100.0]])
+    mask = torch.tensor([[1.0, 1.0], [1.0, 0.0]])  # 100 is padding
+    out = masked_standardize(x, mask, mask.sum())
+    mean, std = 3.0, math.sqrt(8.0 / 3.0)  # of 1, 3, 5 (population std)
+    torch.testing.assert_close(out, (x - mean) / (std + 1e-8))
+    valid = out[mask.bool()]
+    assert abs(float(valid.mean())) < 1e-6 and abs(float(valid.pow(2).mean()) - 1.0) < 1e-6

@@ -1,0 +1,110 @@
+"""ReF-ER's replay memory: targets, write-back, FIFO eviction by episodes, App. B statistics, PER."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rllib_ext.common.replay import ReplayMemory
+from rllib_ext.common.replay.retrace import retrace_tbc_loop
+
+
+def _episode(T, rng, d_s=3, d_a=2, terminated=False):
+    return dict(
+        obs=rng.standard_normal((T + 1, d_s)),
+        actions=rng.standard_normal((T, d_a)),
+        rewards=rng.standard_normal(T),
+        mu=np.concatenate([np.zeros((T, d_a)), np.ones((T, d_a))], 1),
+        terminated=terminated,
+    )
+
+
+def test_memory_targets_and_write_back_correct_prior_steps():
+    rng = np.random.default_rng(1)
+    m = ReplayMemory(capacity=1000, gamma=0.9, seed=0)
+    ep = _episode(6, rng)
+    values = rng.standard_normal(6)
+    m.add_episode(**ep, values=values, v_boot=2.0)
+    np.testing.assert_allclose(m.column("v_tbc"), retrace_tbc_loop(ep["rewards"], values, np.ones(6), 0.9, 2.0))
+    # Write back step 3: steps 0..3 are corrected from the stored V̂^tbc_4; steps 4, 5 keep theirs.
+    before = m.column("v_tbc")
+    new_rho, new_v = 0.3, 5.0
+    m.write_back(np.array([3]), rho=np.array([new_rho]), values=np.array([new_v]))
+    rho = np.ones(6); rho[3] = new_rho
+    v = values.copy(); v[3] = new_v
+    exp_prior = retrace_tbc_loop(ep["rewards"][:4], v[:4], rho[:4], 0.9, before[4])
+    after = m.column("v_tbc")
+    np.testing.assert_allclose(after[:4], exp_prior)
+    np.testing.assert_allclose(after[4:], before[4:])
+    # q_ret = r̂_{t+1} + γ V̂^tbc_{t+1}; the last step bootstraps with V(s_T).
+    b = m.gather(np.array([2, 5]))
+    np.testing.assert_allclose(b["q_ret"], [ep["rewards"][2] + 0.9 * after[3], ep["rewards"][5] + 0.9 * 2.0], rtol=1e-6)
+    np.testing.assert_allclose(b["next_obs"][1], ep["obs"][6], rtol=1e-6)
+    assert list(b["truncated_last"]) == [False, True]
+
+
+def test_terminal_episode_bootstraps_with_zero():
+    rng = np.random.default_rng(2)
+    m = ReplayMemory(capacity=100, gamma=0.5)
+    ep = _episode(3, rng, terminated=True)
+    m.add_episode(**ep, v_boot=123.0)
+    np.testing.assert_allclose(m.column("v_tbc"), retrace_tbc_loop(ep["rewards"], np.zeros(3), np.ones(3), 0.5, 0.0))
+    assert m.gather(np.array([2]))["terminated"][0]
+
+
+def test_fifo_eviction_by_whole_episodes():
+    rng = np.random.default_rng(3)
+    m = ReplayMemory(capacity=10)
+    m.add_episode(**_episode(4, rng))  # 4
+    m.add_episode(**_episode(5, rng))  # 9
+    assert (len(m), m.num_episodes) == (9, 2)
+    m.add_episode(**_episode(3, rng))  # 12 > 10: the 4-step episode goes -> 8
+    assert (len(m), m.num_episodes, m.num_evicted_episodes) == (8, 2, 1)
+    assert [b[1] for b in m.episode_bounds()] == [5, 3]
+    m.add_episode(**_episode(30, rng))  # longer than N: all older go, the newest stays
+    assert (len(m), m.num_episodes) == (30, 1)
+    # Storage compacts and keeps indices valid over many additions.
+    for _ in range(50):
+        m.add_episode(**_episode(int(rng.integers(1, 6)), rng))
+    assert len(m) <= 10 + 5
+    batch = m.sample(32)
+    assert np.all((batch["idx"] >= m.head) & (batch["idx"] < m.tail))
+
+
+def test_far_fraction_counts_stored_rho():
+    rng = np.random.default_rng(4)
+    m = ReplayMemory(capacity=100)
+    m.add_episode(**_episode(10, rng))
+    assert m.far_fraction(2.0) == 0.0
+    m.write_back(np.arange(3), rho=np.array([0.1, 5.0, 1.2]), values=np.zeros(3))
+    assert m.far_fraction(2.0) == pytest.approx(0.2)
+
+
+def test_app_b_statistics():
+    rng = np.random.default_rng(5)
+    m = ReplayMemory(capacity=100)
+    eps = [_episode(8, rng) for _ in range(3)]
+    for ep in eps:
+        m.add_episode(**ep)
+    obs = np.concatenate([ep["obs"][:-1] for ep in eps])
+    mean, std = m.state_stats()
+    np.testing.assert_allclose(mean, obs.mean(0), rtol=1e-5)  # Eq. (14)
+    np.testing.assert_allclose(std, obs.std(0), rtol=1e-5)  # Eq. (15)
+    r = np.concatenate([ep["rewards"] for ep in eps])
+    scale = m.update_reward_scale()
+    assert scale == pytest.approx(1 / (np.sqrt(np.mean(r**2)) + 1e-7))  # Eq. (16)
+    np.testing.assert_allclose(m.gather(np.arange(8))["rewards"], eps[0]["rewards"] * scale, rtol=1e-5)
+
+
+def test_rank_based_per_prefers_large_errors():
+    rng = np.random.default_rng(6)
+    m = ReplayMemory(capacity=1000, mode="per", seed=0, per_resort_interval=1)
+    m.add_episode(**_episode(100, rng))
+    td = np.zeros(100); td[7] = 10.0
+    m.write_back(np.arange(100), values=np.zeros(100), td_error=td)
+    batch = m.sample(2000)
+    share = np.mean(batch["idx"] == 7)
+    expected = 1.0 / np.sum((1.0 / np.arange(1, 101)) ** 0.7)  # rank 1
+    assert share == pytest.approx(expected, abs=0.03)
+    w = batch["weights"]
+    assert w.max() <= 1.0 + 1e-6 and w[batch["idx"] == 7].max() < w.max()

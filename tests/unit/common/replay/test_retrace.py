@@ -1,0 +1,44 @@
+"""Retrace targets (paper 003 Eq. 8): a hand-made episode, the vectorized form against the loop."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rllib_ext.common.replay.retrace import retrace_tbc, retrace_tbc_loop
+
+
+def _episode(T, rng, d_s=3, d_a=2, terminated=False):
+    return dict(
+        obs=rng.standard_normal((T + 1, d_s)),
+        actions=rng.standard_normal((T, d_a)),
+        rewards=rng.standard_normal(T),
+        mu=np.concatenate([np.zeros((T, d_a)), np.ones((T, d_a))], 1),
+        terminated=terminated,
+    )
+
+
+def test_eq8_on_a_hand_made_episode():
+    # T = 3, γ = 0.5, V = (1, 2, 3), ρ = (0.5, 2, 1), r = (1, 0, 2), V(s_3) = 4 (truncated).
+    r, v, rho, gamma, v3 = [1.0, 0.0, 2.0], [1.0, 2.0, 3.0], [0.5, 2.0, 1.0], 0.5, 4.0
+    # Eq. (8) by hand, backwards: ρ̄ = (0.5, 1, 1)
+    v2 = 3 + 1 * (2 + 0.5 * 4 - 3)  # = 4
+    v1 = 2 + 1 * (0 + 0.5 * v2 - 2)  # = 2
+    v0 = 1 + 0.5 * (1 + 0.5 * v1 - 1)  # = 1.5
+    expected = [v0, v1, v2]
+    np.testing.assert_allclose(retrace_tbc_loop(r, v, rho, gamma, v3), expected)
+    last = np.array([False, False, True])
+    np.testing.assert_allclose(retrace_tbc(r, v, rho, gamma, last, np.array([0, 0, v3])), expected)
+
+
+def test_vectorized_eq8_equals_loop_on_many_episodes():
+    rng = np.random.default_rng(0)
+    lens = [1, 7, 33, 200, 5]
+    r, v, rho, last, bound, expected = [], [], [], [], [], []
+    for T in lens:
+        ri, vi, pi, b = rng.standard_normal(T), rng.standard_normal(T), rng.exponential(1.0, T), rng.standard_normal()
+        r.append(ri); v.append(vi); rho.append(pi)
+        li = np.zeros(T, bool); li[-1] = True; last.append(li)
+        bi = np.zeros(T); bi[-1] = b; bound.append(bi)
+        expected.append(retrace_tbc_loop(ri, vi, pi, 0.99, b))
+    got = retrace_tbc(*(np.concatenate(x) for x in (r, v, rho)), 0.99, np.concatenate(last), np.concatenate(bound))
+    np.testing.assert_allclose(got, np.concatenate(expected), rtol=1e-10, atol=1e-10)

@@ -1,0 +1,29 @@
+"""The registry: well-formed entries, configs by name, lazy exports."""
+
+from __future__ import annotations
+
+import pytest
+
+import rllib_ext
+from rllib_ext import registry
+
+NAMES = sorted(registry.ALGORITHMS)
+
+
+def test_registry_entries_are_well_formed():
+    for name, spec in registry.ALGORITHMS.items():
+        assert spec.name == name
+        for path in (spec.algo_path, spec.config_path):
+            module, _, attr = path.partition(":")
+            assert module.startswith("rllib_ext.algorithms.") and attr, path
+        assert set(spec.paper.replace(" ", "").split(",")) <= {"000", "001", "002", "003", "004"}, spec.paper
+        assert spec.summary
+    assert not registry.import_errors(), registry.import_errors()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_config_with_algo_class_name_and_lazy_export(name):
+    config_cls = registry.get_config_class(name)
+    assert getattr(rllib_ext, config_cls.__name__) is config_cls
+    config = config_cls(algo_class=name)
+    assert config.algo_class == name
