@@ -81,11 +81,33 @@ def parse_json_dict(text: Optional[str], option: str) -> Dict[str, Any]:
 
 
 def parse_config_options(values: Optional[List[str]]) -> Dict[str, Any]:
-    """Merges repeated ``--config`` options (JSON or @FILE.yaml) in order; later keys win."""
+    """Merges repeated ``--config`` options (JSON or @FILE.yaml) in order; later keys win.
+
+    Old RLlib keys are renamed (one notice line each) or rejected, see :mod:`rllib_ext.legacy`.
+    """
     merged: Dict[str, Any] = {}
     for text in values or []:
-        merged.update(parse_json_dict(text, "--config"))
+        where = f"--config {text}" if text.startswith("@") else "--config"
+        merged.update(translate_config(parse_json_dict(text, "--config"), where))
     return merged
+
+
+def translate_config(config: Dict[str, Any], where: str) -> Dict[str, Any]:
+    """``config`` with old RLlib keys renamed (a ``rllib: note:`` line each), or a CLIError."""
+    from rllib_ext.legacy import OldKeyError, translate_old_keys
+
+    try:
+        return translate_old_keys(config, where, notice=lambda line: print(f"rllib: note: {line}", file=sys.stderr))
+    except OldKeyError as e:
+        raise CLIError(str(e)) from None
+
+
+def explicit_env_runners(values: Optional[List[str]]) -> bool:
+    """Whether a ``--config`` JSON (not an @FILE) sets the number of env runners itself."""
+    from rllib_ext.legacy import RENAMED
+
+    keys = {"num_env_runners"} | {old for old, new in RENAMED.items() if new == "num_env_runners"}
+    return any(not text.startswith("@") and keys & set(parse_json_dict(text, "--config")) for text in values or [])
 
 
 def resolve_algorithm(name: str):
@@ -204,7 +226,11 @@ def build_config(
     unknown = []
     for key in overrides:
         translated = config._translate_special_keys(key, warn_deprecated=False)
-        if not hasattr(config, translated):
+        try:
+            known = hasattr(config, translated)
+        except Exception as e:  # RLlib's deprecated properties raise ValueError from the getter
+            raise CLIError(f"config key {key!r} is no longer an RLlib 2.60 setting: {_first_line(e)}") from None
+        if not known:
             unknown.append(key)
     if unknown:
         valid = sorted(k for k in vars(config) if not k.startswith("_"))
@@ -254,15 +280,67 @@ def init_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
     else:
         # address="local": a new local instance even when RAY_ADDRESS points elsewhere.
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+    if _QUIET is not None:
+        _QUIET.filter_log_handlers()
+
+
+def cpus_needed(algo_cls, config) -> float:
+    """CPUs one trial of ``algo_cls`` with ``config`` asks Tune for (driver, learners, runners)."""
+    request = algo_cls.default_resource_request(config)
+    return request.required_resources.get("CPU", 0) if request is not None else 0
+
+
+def fit_env_runners(algo: str, algo_cls, config, *, explicit: bool, stream=None) -> None:
+    """Lowers ``config.num_env_runners`` until one trial fits the cluster's free CPUs.
+
+    The default number of env runners of an algorithm (or a tuned example's) may need more CPUs
+    than a laptop has; Tune would then wait forever. When the user did not ask for a number
+    (``explicit`` false), the largest number from the configured one down to 1 that fits is
+    used, and one line says so. An explicit request is left alone: :func:`check_resources`
+    then fails with a clear error if it does not fit.
+    """
+    import ray
+
+    wanted = config.num_env_runners
+    free = ray.available_resources().get("CPU", 0)
+    if explicit or wanted <= 1 or cpus_needed(algo_cls, config) <= free:
+        return
+    needed_wanted = cpus_needed(algo_cls, config)
+    for n in range(wanted - 1, 0, -1):
+        config.env_runners(num_env_runners=n)
+        if cpus_needed(algo_cls, config) <= free:
+            break
+    else:  # not even one env runner fits: check_resources says so
+        config.env_runners(num_env_runners=wanted)
+        return
+    try:
+        config.copy(copy_frozen=False).validate()
+    except Exception as e:
+        raise CLIError(
+            f"{algo} with {config.num_env_runners} env runner(s), the most that fit {free:g} free CPUs, "
+            f"is not a valid config: {_first_line(e)}"
+        ) from None
+    print(
+        f"rllib: {algo}: {config.num_env_runners} env runner(s) instead of {wanted} ({wanted} would need "
+        f"{needed_wanted:g} CPUs, the cluster has {free:g} free; --num-env-runners N chooses)",
+        file=stream or sys.stderr,
+        flush=True,
+    )
 
 
 def check_resources(algo_cls, config) -> None:
     """Fails fast when a trial asks for more CPUs than the cluster has (Tune would wait forever)."""
     import ray
 
-    request = algo_cls.default_resource_request(config)
-    needed = request.required_resources.get("CPU", 0) if request is not None else 0
+    needed = cpus_needed(algo_cls, config)
     have = ray.cluster_resources().get("CPU", 0)
+    one = config.copy(copy_frozen=False).env_runners(num_env_runners=min(1, config.num_env_runners))
+    if cpus_needed(algo_cls, one) > have:
+        raise CLIError(
+            f"{algo_cls.__name__} needs at least {cpus_needed(algo_cls, one):g} CPUs (with "
+            f"{one.num_env_runners} env runner) but the Ray cluster has {have:g}: raise --num-cpus or "
+            f"use a larger cluster (--ray-address)"
+        )
     if needed > have:
         raise CLIError(
             f"{algo_cls.__name__} with {config.num_env_runners} env runner(s) needs {needed:g} CPUs "
@@ -361,6 +439,8 @@ def cmd_train(args) -> int:
         algo_cls, args.env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
     )
     init_ray(args.ray_address, args.num_cpus)
+    explicit = args.num_env_runners is not None or explicit_env_runners(args.config)
+    fit_env_runners(args.algo, algo_cls, config, explicit=explicit)
     check_resources(algo_cls, config)
     return run_experiment(
         args.algo,
@@ -403,7 +483,11 @@ def cmd_train_file(args) -> int:
     prepared = []
     for exp_name, exp in experiments:
         algo_cls = resolve_algorithm(str(exp["run"]))
-        overrides = {**(exp.get("config") or {}), **config_override}
+        exp_config = exp.get("config") or {}
+        if not isinstance(exp_config, dict):
+            raise CLIError(f"{args.file}: experiment {exp_name!r}: 'config' must be a mapping, got {exp_config!r}")
+        exp_config = translate_config(exp_config, f"{args.file}: experiment {exp_name!r}")
+        overrides = {**exp_config, **config_override}
         env = exp.get("env") or overrides.get("env")
         config = build_config(
             algo_cls, env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
@@ -418,7 +502,11 @@ def cmd_train_file(args) -> int:
         prepared.append((exp_name, str(exp["run"]), algo_cls, config, stop))
     init_ray(args.ray_address, args.num_cpus)
     status = 0
+    # A tuned example's num_env_runners is its author's suggestion: it is fitted to this machine
+    # unless --num-env-runners or a --config JSON asks for a number.
+    explicit = args.num_env_runners is not None or explicit_env_runners(args.config)
     for exp_name, algo, algo_cls, config, stop in prepared:
+        fit_env_runners(algo, algo_cls, config, explicit=explicit)
         check_resources(algo_cls, config)
         status = max(
             status,
@@ -556,13 +644,20 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint-freq", type=int, default=0, help="checkpoint every N iterations")
     p.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when the run stops")
     p.add_argument("--seed", type=int, help="config.debugging(seed=...)")
-    p.add_argument("--num-env-runners", type=int, help="config.env_runners(num_env_runners=...)")
+    p.add_argument(
+        "--num-env-runners",
+        type=int,
+        help="config.env_runners(num_env_runners=...); without it, the algorithm's number is fitted to the free CPUs",
+    )
     _add_ray_options(p)
 
 
 def _add_ray_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="connect to a running Ray cluster ('auto' or HOST:PORT)")
     p.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all cores)")
+    p.add_argument(
+        "--verbose", action="store_true", help="show Ray's and RLlib's known noise too (hidden by default)"
+    )
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -606,15 +701,18 @@ def make_train_file_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _quiet_defaults() -> None:
-    """Our progress line replaces Tune's tables; RLlib's "new API stack" notice is noise here."""
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
+# The noise filter of the running command (None with --verbose); init_ray re-applies it to the
+# log handlers ray.init adds.
+_QUIET = None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``rllib`` console script; returns the exit status."""
-    _quiet_defaults()
+    global _QUIET
+    from rllib_ext.quiet import Quiet
+
+    # Our progress line replaces Tune's tables.
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["train", "file"]:
         parser = make_train_file_parser()
@@ -622,6 +720,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         parser = make_parser()
         args = parser.parse_args(argv)
+    _QUIET = None if getattr(args, "verbose", False) else Quiet().install()
     try:
         return args.func(args)
     except CLIError as e:
@@ -630,6 +729,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("rllib: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if _QUIET is not None:
+            _QUIET.uninstall()
+            if _QUIET.hidden:
+                print(f"rllib: hid {_QUIET.hidden} lines of known framework noise (--verbose shows them)", file=sys.stderr)
+            _QUIET = None
 
 
 if __name__ == "__main__":
