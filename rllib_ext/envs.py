@@ -9,7 +9,6 @@ simulator so that benchmarks can run more env runners than there are cores.
 from __future__ import annotations
 
 import time
-from typing import Optional
 
 import gymnasium as gym
 import numpy as np
@@ -39,7 +38,7 @@ class VariableLengthEnv(gym.Env):
         max_len: int = 50,
         continuous: bool = False,
         step_sleep_s: float = 0.0,
-        render_mode: Optional[str] = None,
+        render_mode: str | None = None,
     ):
         if not 1 <= min_len <= max_len:
             raise ValueError(f"VariableLengthEnv needs 1 <= min_len <= max_len, got {min_len}, {max_len}")
@@ -65,7 +64,7 @@ class VariableLengthEnv(gym.Env):
     def _obs(self) -> np.ndarray:
         return np.array([self._signal, self._t / self._length], dtype=np.float32)
 
-    def reset(self, *, seed: Optional[int] = None, options=None):
+    def reset(self, *, seed: int | None = None, options=None):
         super().reset(seed=seed)
         self._length = int(self.np_random.integers(self.min_len, self.max_len + 1))
         self._t = 0
@@ -113,7 +112,7 @@ class FaultyEnv(VariableLengthEnv):
         self.fault, self.fault_prob, self.fault_step = fault, float(fault_prob), int(fault_step)
         self._failing = False
 
-    def reset(self, *, seed: Optional[int] = None, options=None):
+    def reset(self, *, seed: int | None = None, options=None):
         obs, info = super().reset(seed=seed, options=options)
         self._failing = bool(self.np_random.random() < self.fault_prob)
         return obs, info

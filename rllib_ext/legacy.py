@@ -88,7 +88,9 @@ def translate_old_keys(
     out: dict[str, Any] = {}
     for key, value in config.items():
         if key in REPLACED:
-            raise OldKeyError(f"{where}: {key!r} is an old RLlib key that 2.60's new API stack does not use; use {REPLACED[key]}")
+            raise OldKeyError(
+                f"{where}: {key!r} is an old RLlib key that 2.60's new API stack does not use; use {REPLACED[key]}"
+            )
         new = RENAMED.get(key)
         if new is None:
             out[key] = value

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import logging
-from typing import Dict, List, Optional, Type
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +47,7 @@ class AlgoSpec:
 
 
 # The one list of algorithm names. Add an entry when an algorithm lands; tests iterate over it.
-ALGORITHMS: Dict[str, AlgoSpec] = {
+ALGORITHMS: dict[str, AlgoSpec] = {
     spec.name: spec
     for spec in [
         # Entries are added here as algorithms land.
@@ -113,7 +112,7 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
             "rllib_ext.algorithms.aesrl.aesrl:AESRL",
             "rllib_ext.algorithms.aesrl.aesrl:AESRLConfig",
             "001",
-            "asynchronous ES + TD3: per-individual mean/variance rules (Eq. 4-12), p_rl control (Eq. 3), parallel critic",
+            "async ES + TD3: per-individual mean/variance rules (Eq. 4-12), p_rl control (Eq. 3), parallel critic",
         ),
         AlgoSpec(
             "CEMRL_EXT",
@@ -126,12 +125,12 @@ ALGORITHMS: Dict[str, AlgoSpec] = {
 }
 
 # Gymnasium ids of the environments this package registers (see rllib_ext.envs).
-ENVS: Dict[str, str] = {
+ENVS: dict[str, str] = {
     "rllib_ext/VariableLength-v0": "rllib_ext.envs:VariableLengthEnv",
     "rllib_ext/Faulty-v0": "rllib_ext.envs:FaultyEnv",
 }
 
-_import_errors: Dict[str, str] = {}
+_import_errors: dict[str, str] = {}
 
 
 def _load(path: str):
@@ -139,34 +138,34 @@ def _load(path: str):
     return getattr(importlib.import_module(module_name), attr)
 
 
-def get_algorithm_class(name: str) -> Type:
+def get_algorithm_class(name: str) -> type:
     """Returns the Algorithm class registered under ``name`` (imports its module)."""
     return _load(ALGORITHMS[name].algo_path)
 
 
-def get_config_class(name: str) -> Type:
+def get_config_class(name: str) -> type:
     """Returns the AlgorithmConfig class of the algorithm registered under ``name``."""
     return _load(ALGORITHMS[name].config_path)
 
 
-def import_errors() -> Dict[str, str]:
+def import_errors() -> dict[str, str]:
     """Names whose module failed to import during registration, with the error."""
     return dict(_import_errors)
 
 
-def rllib_builtin_names() -> List[str]:
+def rllib_builtin_names() -> list[str]:
     """RLlib 2.60's own algorithm names (PPO, APPO, IMPALA, SAC, ...)."""
     from ray.rllib.algorithms.registry import ALGORITHMS as RLLIB_ALGORITHMS
 
     return sorted(RLLIB_ALGORITHMS)
 
 
-def all_names() -> List[str]:
+def all_names() -> list[str]:
     """Every name the CLI accepts: ours first, then RLlib's built-ins."""
     return sorted(ALGORITHMS) + rllib_builtin_names()
 
 
-def resolve_algorithm_class(name: str) -> Optional[Type]:
+def resolve_algorithm_class(name: str) -> type | None:
     """Class for an rllib_ext or RLlib built-in name, or None if the name is unknown.
 
     Does not start Ray.
@@ -209,7 +208,7 @@ class _make_registered_env:
         return gym.make(self.env_id, **kwargs)
 
 
-def register_all() -> List[str]:
+def register_all() -> list[str]:
     """Registers every algorithm in :data:`ALGORITHMS` (and our envs) with Tune.
 
     Idempotent: names already present in Tune's registry are skipped. Returns the names

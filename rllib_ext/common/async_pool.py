@@ -13,7 +13,7 @@ import collections
 import itertools
 import logging
 import time
-from typing import Any, Deque, Dict, List, Tuple
+from typing import Any
 
 import ray
 
@@ -33,12 +33,12 @@ class AsyncJobPool:
         self.group = env_runner_group
         self.jobs_in_flight = int(jobs_in_flight)
         self.tag = tag
-        self._queue: Deque[List[Dict[str, Any]]] = collections.deque()
-        self._in_flight: Dict[int, Dict[int, List[Dict[str, Any]]]] = collections.defaultdict(dict)
+        self._queue: collections.deque[list[dict[str, Any]]] = collections.deque()
+        self._in_flight: dict[int, dict[int, list[dict[str, Any]]]] = collections.defaultdict(dict)
         self._version = -1
         self._payload_ref = None
         self._ids = itertools.count()
-        self.busy_s: Dict[int, float] = collections.defaultdict(float)
+        self.busy_s: dict[int, float] = collections.defaultdict(float)
         self.num_calls_lost = 0
         self.num_jobs_requeued = 0
         self._t_start = time.perf_counter()
@@ -52,7 +52,7 @@ class AsyncJobPool:
     def new_job_id(self) -> int:
         return next(self._ids)
 
-    def submit(self, jobs: List[Dict[str, Any]]) -> None:
+    def submit(self, jobs: list[dict[str, Any]]) -> None:
         """Queues one call's job list (jobs carry their own ids); sent by :meth:`pump`."""
         if jobs:
             self._queue.append([dict(j, version=j.get("version", self._version)) for j in jobs])
@@ -72,11 +72,11 @@ class AsyncJobPool:
     def num_in_flight(self) -> int:
         return sum(len(calls) for calls in self._in_flight.values())
 
-    def healthy_runner_ids(self) -> List[int]:
+    def healthy_runner_ids(self) -> list[int]:
         return list(self.group.healthy_worker_ids())
 
     # -- the loop ---------------------------------------------------------------------------
-    def _requeue_lost(self, healthy: List[int]) -> None:
+    def _requeue_lost(self, healthy: list[int]) -> None:
         for rid in list(self._in_flight):
             if rid not in healthy and self._in_flight[rid]:
                 lost = list(self._in_flight[rid].values())
@@ -87,7 +87,9 @@ class AsyncJobPool:
                     self._queue.appendleft(jobs)
                 logger.warning(
                     "rllib_ext: env runner %d failed with %d call(s) in flight; re-queued %d job(s)",
-                    rid, len(lost), sum(len(j) for j in lost),
+                    rid,
+                    len(lost),
+                    sum(len(j) for j in lost),
                 )
 
     def pump(self) -> int:
@@ -129,7 +131,7 @@ class AsyncJobPool:
         else:
             time.sleep(min(timeout_s, 0.002))
 
-    def poll(self, timeout_s: float = 0.01) -> List[Dict[str, Any]]:
+    def poll(self, timeout_s: float = 0.01) -> list[dict[str, Any]]:
         """Results of calls that finished within ``timeout_s`` (after sending what is queued)."""
         self.pump()
         self._wait_any(timeout_s)
@@ -144,7 +146,7 @@ class AsyncJobPool:
             self.pump()
         return out
 
-    def drain(self, timeout_s: float = 60.0) -> List[Dict[str, Any]]:
+    def drain(self, timeout_s: float = 60.0) -> list[dict[str, Any]]:
         """Waits for every call in flight (used before checkpoints/stop); returns their results."""
         out, deadline = [], time.perf_counter() + timeout_s
         while self.num_in_flight and time.perf_counter() < deadline:
@@ -152,11 +154,11 @@ class AsyncJobPool:
             self._queue.clear()
         return out
 
-    def utilization(self, since: float, busy_before: Dict[int, float], num_runners: int) -> float:
+    def utilization(self, since: float, busy_before: dict[int, float], num_runners: int) -> float:
         """Σ busy / (runners × wall) since ``since`` (busy_before: a copy of busy_s then)."""
         wall = max(time.perf_counter() - since, 1e-9)
         busy = sum(self.busy_s.values()) - sum(busy_before.values())
         return float(busy / (max(num_runners, 1) * wall))
 
-    def snapshot(self) -> Tuple[float, Dict[int, float]]:
+    def snapshot(self) -> tuple[float, dict[int, float]]:
         return time.perf_counter(), dict(self.busy_s)

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import numpy as np
 import ray
 import torch
-
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core import DEFAULT_MODULE_ID
@@ -40,17 +39,28 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig, BlackBoxEnvRunner, EpisodeFailed
 from rllib_ext.common.population import gaussian_individual
-from rllib_ext.common.validation import CONTINUOUS
 from rllib_ext.common.replay.transitions import ReplayActor
 from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
+from rllib_ext.common.validation import CONTINUOUS
 
 logger = logging.getLogger(__name__)
 
 # TD3 / replay settings the runners and the critic worker need (sent as one dict).
 TD3_KEYS = (
-    "policy_hiddens", "critic_hiddens", "optimizer", "optimizer_kwargs", "actor_lr", "critic_lr", "gamma", "tau", "policy_noise", "noise_clip", "policy_delay",
-    "rl_batch_size", "replay_sample_chunk",
+    "policy_hiddens",
+    "critic_hiddens",
+    "optimizer",
+    "optimizer_kwargs",
+    "actor_lr",
+    "critic_lr",
+    "gamma",
+    "tau",
+    "policy_noise",
+    "noise_clip",
+    "policy_delay",
+    "rl_batch_size",
+    "replay_sample_chunk",
 )
 
 
@@ -131,15 +141,27 @@ class ERLConfig(BlackBoxConfig):
         checkpoint_replay=NotProvided,
         critic_num_cpus=NotProvided,
         **kwargs,
-    ) -> "ERLConfig":
+    ) -> ERLConfig:
         super().training(**kwargs)
         self._set_provided(
-            sigma_init=sigma_init, var_limit=var_limit, critic_hiddens=critic_hiddens, actor_lr=actor_lr,
-            critic_lr=critic_lr, tau=tau, policy_noise=policy_noise, noise_clip=noise_clip,
-            policy_delay=policy_delay, rl_batch_size=rl_batch_size, replay_capacity=replay_capacity,
-            action_noise=action_noise, initial_steps=initial_steps, rl_start_steps=rl_start_steps,
-            rl_actor_steps=rl_actor_steps, replay_sample_chunk=replay_sample_chunk,
-            checkpoint_replay=checkpoint_replay, critic_num_cpus=critic_num_cpus,
+            sigma_init=sigma_init,
+            var_limit=var_limit,
+            critic_hiddens=critic_hiddens,
+            actor_lr=actor_lr,
+            critic_lr=critic_lr,
+            tau=tau,
+            policy_noise=policy_noise,
+            noise_clip=noise_clip,
+            policy_delay=policy_delay,
+            rl_batch_size=rl_batch_size,
+            replay_capacity=replay_capacity,
+            action_noise=action_noise,
+            initial_steps=initial_steps,
+            rl_start_steps=rl_start_steps,
+            rl_actor_steps=rl_actor_steps,
+            replay_sample_chunk=replay_sample_chunk,
+            checkpoint_replay=checkpoint_replay,
+            critic_num_cpus=critic_num_cpus,
         )
         return self
 
@@ -148,7 +170,7 @@ class ERLConfig(BlackBoxConfig):
         return int(self.initial_steps if self.rl_start_steps is None else self.rl_start_steps)
 
     @property
-    def td3_settings(self) -> Dict[str, Any]:
+    def td3_settings(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in TD3_KEYS}
 
     @override(BlackBoxConfig)
@@ -188,10 +210,12 @@ class ERLConfig(BlackBoxConfig):
             # their jobs carry no env seed, so the setting would silently do nothing.
             self._value_error("common_random_numbers is not supported by the ERL algorithms (AESRL_EXT, CEMRL_EXT)")
         if self.policy_head != "deterministic" or self.policy_activation != "tanh":
-            self._value_error("the ERL actor is paper 001's App. A network: policy_head 'deterministic', activation 'tanh'")
+            self._value_error(
+                "the ERL actor is paper 001's App. A network: policy_head 'deterministic', activation 'tanh'"
+            )
 
 
-def _writable(data: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+def _writable(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Copies of object-store arrays (read-only; torch warns when wrapping them)."""
     return {k: np.array(v) for k, v in data.items()}
 
@@ -213,7 +237,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
     def __init__(self, *, config, **kwargs):
         self._var = None
         self._replay = None
-        self._updater: Optional[TD3Updater] = None
+        self._updater: TD3Updater | None = None
         super().__init__(config=config, **kwargs)
 
     @override(BlackBoxEnvRunner)
@@ -235,14 +259,23 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         if self._updater is None:
             s = self.config.td3_settings
             self._updater = TD3Updater(
-                int(self.env.observation_space.shape[0]), self.env.action_space, hiddens=tuple(s["critic_hiddens"]),
-                actor_lr=s["actor_lr"], critic_lr=s["critic_lr"], gamma=s["gamma"], tau=s["tau"],
-                policy_noise=s["policy_noise"], noise_clip=s["noise_clip"], policy_delay=s["policy_delay"],
-                optimizer=s["optimizer"], optimizer_kwargs=s["optimizer_kwargs"], actor=self.module.policy,
+                int(self.env.observation_space.shape[0]),
+                self.env.action_space,
+                hiddens=tuple(s["critic_hiddens"]),
+                actor_lr=s["actor_lr"],
+                critic_lr=s["critic_lr"],
+                gamma=s["gamma"],
+                tau=s["tau"],
+                policy_noise=s["policy_noise"],
+                noise_clip=s["noise_clip"],
+                policy_delay=s["policy_delay"],
+                optimizer=s["optimizer"],
+                optimizer_kwargs=s["optimizer_kwargs"],
+                actor=self.module.policy,
             )
         return self._updater
 
-    def train_actor(self, z: np.ndarray, critic_state: Dict[str, np.ndarray], steps: int) -> Dict[str, float]:
+    def train_actor(self, z: np.ndarray, critic_state: dict[str, np.ndarray], steps: int) -> dict[str, float]:
         """An RL individual: ``steps`` TD3 actor steps from z against fixed critic weights."""
         upd = self._td3()
         self.module.set_flat(z)
@@ -258,7 +291,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         return {"actor_loss": float(np.mean(losses)) if losses else float("nan")}
 
     @override(BlackBoxEnvRunner)
-    def run_jobs(self, version: int, payload_ref: List[ray.ObjectRef], jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def run_jobs(self, version: int, payload_ref: list[ray.ObjectRef], jobs: list[dict[str, Any]]) -> dict[str, Any]:
         t0 = time.perf_counter()
         if version != self.version:
             self.publish(version, ray.get(payload_ref[0]))
@@ -267,8 +300,13 @@ class ERLEnvRunner(BlackBoxEnvRunner):
             result = self._mean_job(job) if job.get("kind") == "mean" else self._individual_job(job, version)
             steps += result["length"]
             results.append(result)
-        return {"results": results, "busy_s": time.perf_counter() - t0, "runner": self.worker_index,
-                "obs_delta": self.obs_filter.pop_delta(), "steps": steps}
+        return {
+            "results": results,
+            "busy_s": time.perf_counter() - t0,
+            "runner": self.worker_index,
+            "obs_delta": self.obs_filter.pop_delta(),
+            "steps": steps,
+        }
 
     def _episode(self, noise: float, random_actions: bool):
         self.exploration.noise, self.exploration.random_actions = float(noise), bool(random_actions)
@@ -277,7 +315,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         finally:
             self.exploration.noise, self.exploration.random_actions = 0.0, False
 
-    def _mean_job(self, job: Dict[str, Any]) -> Dict[str, Any]:
+    def _mean_job(self, job: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         self.module.set_flat(self._theta)
         returns, length, error = [], 0, None
@@ -290,14 +328,32 @@ class ERLEnvRunner(BlackBoxEnvRunner):
                 continue
             returns.append(ret)
             length += n
-        return {"id": job["id"], "kind": "mean", "return": float(np.mean(returns)) if returns else float("nan"),
-                "returns": returns, "length": length, "u": self.version, "failed": not returns, "error": error,
-                "duration_s": time.perf_counter() - t0}
+        return {
+            "id": job["id"],
+            "kind": "mean",
+            "return": float(np.mean(returns)) if returns else float("nan"),
+            "returns": returns,
+            "length": length,
+            "u": self.version,
+            "failed": not returns,
+            "error": error,
+            "duration_s": time.perf_counter() - t0,
+        }
 
-    def _individual_job(self, job: Dict[str, Any], version: int) -> Dict[str, Any]:
+    def _individual_job(self, job: dict[str, Any], version: int) -> dict[str, Any]:
         t0 = time.perf_counter()
-        out = {"id": job["id"], "kind": "individual", "seed": job.get("seed"), "u": version, "params": None,
-               "rl": bool(job.get("rl_steps")), "failed": False, "error": None, "return": float("nan"), "length": 0}
+        out = {
+            "id": job["id"],
+            "kind": "individual",
+            "seed": job.get("seed"),
+            "u": version,
+            "params": None,
+            "rl": bool(job.get("rl_steps")),
+            "failed": False,
+            "error": None,
+            "return": float("nan"),
+            "length": 0,
+        }
         try:
             if job.get("params_ref") is not None:
                 z = np.asarray(ray.get(job["params_ref"][0]), dtype=np.float32)
@@ -335,7 +391,7 @@ class CriticWorker:
     soft-updating the target critic every ``policy_delay`` steps (TD3's schedule).
     """
 
-    def __init__(self, obs_dim: int, action_space, settings: Dict[str, Any], replay, seed: Optional[int] = None):
+    def __init__(self, obs_dim: int, action_space, settings: dict[str, Any], replay, seed: int | None = None):
         torch.set_num_threads(1)
         self.settings, self.replay = dict(settings), replay
         s = self.settings
@@ -345,19 +401,29 @@ class CriticWorker:
                 torch.manual_seed(int(seed))
             actor = make_actor(obs_dim, action_space, tuple(s["policy_hiddens"]))
         self.updater = TD3Updater(
-            obs_dim, action_space, hiddens=tuple(s["critic_hiddens"]), actor_lr=s["actor_lr"],
-            critic_lr=s["critic_lr"], gamma=s["gamma"], tau=s["tau"], policy_noise=s["policy_noise"],
-            noise_clip=s["noise_clip"], policy_delay=s["policy_delay"], seed=seed, optimizer=s["optimizer"],
-            optimizer_kwargs=s["optimizer_kwargs"], actor=actor,
+            obs_dim,
+            action_space,
+            hiddens=tuple(s["critic_hiddens"]),
+            actor_lr=s["actor_lr"],
+            critic_lr=s["critic_lr"],
+            gamma=s["gamma"],
+            tau=s["tau"],
+            policy_noise=s["policy_noise"],
+            noise_clip=s["noise_clip"],
+            policy_delay=s["policy_delay"],
+            seed=seed,
+            optimizer=s["optimizer"],
+            optimizer_kwargs=s["optimizer_kwargs"],
+            actor=actor,
         )
 
     def set_replay(self, replay) -> None:
         self.replay = replay
 
-    def critic_weights(self) -> Dict[str, np.ndarray]:
+    def critic_weights(self) -> dict[str, np.ndarray]:
         return {k: v.detach().numpy().copy() for k, v in self.updater.critic.state_dict().items()}
 
-    def train(self, steps: int, actor_flat: np.ndarray) -> Dict[str, Any]:
+    def train(self, steps: int, actor_flat: np.ndarray) -> dict[str, Any]:
         """``steps`` critic steps with π' = π = ``actor_flat``; returns the new critic weights."""
         from rllib_ext.common.td3 import soft_update
 
@@ -380,10 +446,10 @@ class CriticWorker:
         mean = {k: float(np.mean([s[k] for s in stats])) for k in stats[0]} if stats else {}
         return {"critic": self.critic_weights(), "stats": mean, "steps": done, "train_s": time.perf_counter() - t0}
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         return self.updater.get_state()
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         self.updater.set_state(state)
 
 
@@ -407,21 +473,33 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         self._obs_dim, self._act_space = int(obs_space.shape[0]), act_space
         self.mu = self.theta.copy()
         self.var = np.full_like(self.mu, float(self.config.sigma_init))
-        self.counters.update({"individual_steps": 0, "critic_steps": 0, "critic_worker_restarts": 0,
-                              "replay_actor_restarts": 0, "n_rl": 0, "n_es": 0})
-        self._last_critic: Optional[Dict[str, np.ndarray]] = None
-        self.critic_ref: Optional[ray.ObjectRef] = None  # latest critic weights (object store)
+        self.counters.update(
+            {
+                "individual_steps": 0,
+                "critic_steps": 0,
+                "critic_worker_restarts": 0,
+                "replay_actor_restarts": 0,
+                "n_rl": 0,
+                "n_es": 0,
+            }
+        )
+        self._last_critic: dict[str, np.ndarray] | None = None
+        self.critic_ref: ray.ObjectRef | None = None  # latest critic weights (object store)
         self._make_replay()
         self._make_critic()
         self.publish()
 
     def _make_replay(self) -> None:
         seed = None if self.config.seed is None else int(self.config.seed) + 17
-        self.replay = ReplayActor.remote(int(self.config.replay_capacity), self._obs_dim, int(self._act_space.shape[0]), seed)
+        self.replay = ReplayActor.remote(
+            int(self.config.replay_capacity), self._obs_dim, int(self._act_space.shape[0]), seed
+        )
 
     def _make_critic(self) -> None:
         remote = ray.remote(num_cpus=self.config.critic_num_cpus)(CriticWorker)
-        self.critic = remote.remote(self._obs_dim, self._act_space, self.config.td3_settings, self.replay, self.config.seed)
+        self.critic = remote.remote(
+            self._obs_dim, self._act_space, self.config.td3_settings, self.replay, self.config.seed
+        )
         if self._last_critic is not None:
             weights = self._last_critic
             ray.get(self.critic.set_state.remote({"critic": weights, "critic_target": weights}))
@@ -441,7 +519,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             self.counters["critic_worker_restarts"] += 1
             self._make_critic()
 
-    def critic_result(self, ref: ray.ObjectRef) -> Optional[Dict[str, Any]]:
+    def critic_result(self, ref: ray.ObjectRef) -> dict[str, Any] | None:
         """The result of a critic ``train`` call, or None (and recovery) if an actor died."""
         try:
             out = ray.get(ref)
@@ -462,7 +540,9 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         m = self.metrics
         for key, value in out["stats"].items():
             m.log_value((BLACKBOX, key), value, reduce="mean", window=20)
-        m.log_value((BLACKBOX, "critic_updates_per_s"), out["steps"] / max(out["train_s"], 1e-9), reduce="mean", window=20)
+        m.log_value(
+            (BLACKBOX, "critic_updates_per_s"), out["steps"] / max(out["train_s"], 1e-9), reduce="mean", window=20
+        )
         return out
 
     def _replay_alive(self) -> bool:
@@ -494,14 +574,25 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         self._on_learner(lambda learner: learner._module[DEFAULT_MODULE_ID].set_flat(mu))
 
     def free_slots(self) -> int:
-        return max(len(self.pool.healthy_runner_ids()), 0) * self.pool.jobs_in_flight - self.pool.num_in_flight - self.pool.num_queued
+        return (
+            max(len(self.pool.healthy_runner_ids()), 0) * self.pool.jobs_in_flight
+            - self.pool.num_in_flight
+            - self.pool.num_queued
+        )
 
     def log_common(self) -> None:
         m = self.metrics
         m.log_value((BLACKBOX, "sigma_mean"), float(np.sqrt(self.var).mean()), reduce="mean", window=1)
         m.log_value((BLACKBOX, "sigma_max"), float(np.sqrt(self.var).max()), reduce="mean", window=1)
         m.log_value((BLACKBOX, "mu_norm"), float(np.linalg.norm(self.mu)), reduce="mean", window=1)
-        for key in ("individual_steps", "critic_steps", "critic_worker_restarts", "replay_actor_restarts", "n_rl", "n_es"):
+        for key in (
+            "individual_steps",
+            "critic_steps",
+            "critic_worker_restarts",
+            "replay_actor_restarts",
+            "n_rl",
+            "n_es",
+        ):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         try:
             size = ray.get(self.replay.size.remote(), timeout=10)
@@ -511,14 +602,14 @@ class ERLAlgorithm(BlackBoxAlgorithm):
 
     # -- checkpoints --------------------------------------------------------------------------
     @override(BlackBoxAlgorithm)
-    def _extra_state(self) -> Dict[str, Any]:
+    def _extra_state(self) -> dict[str, Any]:
         state = {"mu": self.mu.copy(), "var": self.var.copy(), "critic": ray.get(self.critic.get_state.remote())}
         if self.config.checkpoint_replay:
             state["replay"] = ray.get(self.replay.get_state.remote())
         return state
 
     @override(BlackBoxAlgorithm)
-    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
         self.mu = np.asarray(state["mu"], dtype=np.float32)
         self.var = np.asarray(state["var"], dtype=np.float32)
         ray.get(self.critic.set_state.remote(state["critic"]))

@@ -36,7 +36,9 @@ def es_gradient(returns: np.ndarray, eps: np.ndarray, sigma: float) -> np.ndarra
     return g.astype(eps.dtype if np.issubdtype(eps.dtype, np.floating) else np.float64)
 
 
-def es_gradient_antithetic(returns_pos: np.ndarray, returns_neg: np.ndarray, eps: np.ndarray, sigma: float) -> np.ndarray:
+def es_gradient_antithetic(
+    returns_pos: np.ndarray, returns_neg: np.ndarray, eps: np.ndarray, sigma: float
+) -> np.ndarray:
     """ĝ = (1/(2σN)) Σ_i (F⁺_i − F⁻_i) ε_i over N antithetic pairs (Salimans et al. 2017).
 
     F⁺_i = R(θ + σε_i), F⁻_i = R(θ − σε_i). The same number as :func:`es_gradient` on the 2N

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------
 # Parameters.
 # ---------------------------------------------------------------------------------------------
-def nonfinite_parameters(module: torch.nn.Module) -> List[str]:
+def nonfinite_parameters(module: torch.nn.Module) -> list[str]:
     """Names of the parameters of ``module`` holding a NaN or ±inf (one sync in the common case)."""
     params = list(module.named_parameters())
     if not params:
@@ -42,10 +42,10 @@ def nonfinite_parameters(module: torch.nn.Module) -> List[str]:
     finite = torch.stack([torch.isfinite(p.detach()).all() for _, p in params])
     if bool(finite.all()):
         return []
-    return [name for (name, _), ok in zip(params, finite.tolist()) if not ok]
+    return [name for (name, _), ok in zip(params, finite.tolist(), strict=True) if not ok]
 
 
-def learner_nonfinite_parameters(learner) -> Dict[str, List[str]]:
+def learner_nonfinite_parameters(learner) -> dict[str, list[str]]:
     """{module id: non-finite parameter names} of a Learner's modules (runs where the Learner is)."""
     out = {}
     for module_id in learner.module.keys():
@@ -66,7 +66,7 @@ def assert_finite_learner_parameters(algo: Algorithm, when: str = "after the tra
     Raises:
         FloatingPointError: Naming the algorithm, the module and its non-finite parameters.
     """
-    bad: Dict[str, List[str]] = {}
+    bad: dict[str, list[str]] = {}
     for result in algo.learner_group.foreach_learner(learner_nonfinite_parameters):
         for module_id, names in result.get().items():
             known = bad.setdefault(module_id, [])
@@ -116,7 +116,9 @@ class FiniteValuesWrapper(gym.vector.VectorWrapper):
             _first_nonfinite("reward", rewards) if rewards is not None else None
         )
         if problem:
-            logger.warning("rllib_ext: env %s returned a %s; dropping the episode and recreating the env", where, problem)
+            logger.warning(
+                "rllib_ext: env %s returned a %s; dropping the episode and recreating the env", where, problem
+            )
             raise NonFiniteEnvStepError(f"env {where} returned a {problem}")
 
     @override(gym.vector.VectorWrapper)
@@ -177,4 +179,3 @@ class FiniteSingleAgentEnvRunner(SingleAgentEnvRunner):
         elif np.any(results[2]) or np.any(results[3]):
             self._failed_steps_in_a_row = 0
         return results
-

@@ -10,7 +10,7 @@ instead of two Welford updates per step as in RLlib's ``MeanStdFilter``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 import numpy as np
 from ray.rllib.utils.filter import RunningStat
@@ -43,7 +43,7 @@ class ObservationFilter:
         enabled: False makes :meth:`__call__` the identity (paper 002 runs without a filter).
     """
 
-    def __init__(self, shape, clip: Optional[float] = 5.0, enabled: bool = True):
+    def __init__(self, shape, clip: float | None = 5.0, enabled: bool = True):
         self.shape = tuple(shape)
         self.clip = clip
         self.enabled = enabled
@@ -71,7 +71,7 @@ class ObservationFilter:
             self._mean = np.zeros(self.shape, np.float32)
             self._inv_std = np.ones(self.shape, np.float32)
 
-    def pop_delta(self) -> Optional[RunningStat]:
+    def pop_delta(self) -> RunningStat | None:
         """Statistics of the observations seen since the last call (None when disabled/empty)."""
         if not self.enabled or not self._seen:
             self._seen = []
@@ -80,16 +80,16 @@ class ObservationFilter:
         self._seen = []
         return delta
 
-    def merge(self, delta: Optional[RunningStat]) -> None:
+    def merge(self, delta: RunningStat | None) -> None:
         """Driver side: folds a runner's delta into the global statistics."""
         if delta is not None and delta.num_pushes_delta > 0:
             self.stats.update(delta)
             self._refresh()
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         return {"stats": self.stats.to_state(), "clip": self.clip, "enabled": self.enabled}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         self.stats = RunningStat.from_state(state["stats"])
         # Deltas are counted from here on: the global statistics are the new base.
         self.stats.num_pushes_delta = 0

@@ -15,7 +15,7 @@ float32 vector (``torch.nn.utils.parameters_to_vector`` order).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import gymnasium as gym
 import numpy as np

@@ -19,7 +19,7 @@ paper 001 Algorithm 1 line 2, as in the reference code where σ_init is a varian
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 import numpy as np
 
@@ -80,7 +80,7 @@ class SepCEM:
         mu: np.ndarray,
         sigma_init: float = 1e-3,
         population_size: int = 10,
-        num_elites: Optional[int] = None,
+        num_elites: int | None = None,
         weights: str = "log",
         damp_init: float = 1e-3,
         damp_limit: float = 1e-5,
@@ -127,10 +127,10 @@ class SepCEM:
         self.var = (var + self.damp).astype(np.float32)
         self.generation += 1
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         return {"mu": self.mu.copy(), "var": self.var.copy(), "damp": self.damp, "generation": self.generation}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         self.mu = np.asarray(state["mu"], dtype=np.float32).copy()
         self.var = np.asarray(state["var"], dtype=np.float32).copy()
         self.damp = float(state["damp"])

@@ -87,7 +87,9 @@ class PerturbationSampler(abc.ABC):
             raise ValueError(f"{type(self).__name__}: dim must be a positive integer, got {dim!r}")
         antithetic = self.default_antithetic if antithetic is None else bool(antithetic)
         if antithetic not in self.allowed_antithetic:
-            raise ValueError(f"Sampler {self.name!r} requires antithetic={self.allowed_antithetic[0]}, got {antithetic}")
+            raise ValueError(
+                f"Sampler {self.name!r} requires antithetic={self.allowed_antithetic[0]}, got {antithetic}"
+            )
         self.dim = int(dim)
         self.antithetic = antithetic
         self._blocks: OrderedDict[tuple, np.ndarray] = OrderedDict()

@@ -9,7 +9,7 @@ Every function takes an array of any shape, shapes all of its elements jointly (
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats

@@ -25,7 +25,8 @@ Action units: actions are in the env's units throughout (the actor maps tanh ont
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -85,7 +86,7 @@ class TwinCritic(nn.Module):
         layers.append(nn.Linear(last, 1))
         return nn.Sequential(*layers)
 
-    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor, act: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(Q_θ1(s, a), Q_θ2(s, a)), each of shape [B]."""
         x = torch.cat([obs, act], dim=-1)
         return self.q1_net(x).squeeze(-1), self.q2_net(x).squeeze(-1)
@@ -99,13 +100,13 @@ def td3_critic_loss(
     critic: TwinCritic,
     critic_target: TwinCritic,
     actor_target: MLPPolicy,
-    batch: Dict[str, torch.Tensor],
+    batch: dict[str, torch.Tensor],
     *,
     gamma: float,
     policy_noise: float,
     noise_clip: float,
-    generator: Optional[torch.Generator] = None,
-) -> Tuple[torch.Tensor, Dict[str, float]]:
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
     """The TD3 critic loss with target policy smoothing and clipped double-Q.
 
     Target action (§5.3, target policy smoothing), with half = the action half-range:
@@ -162,9 +163,9 @@ def td3_actor_loss(actor: MLPPolicy, critic: TwinCritic, obs: torch.Tensor) -> t
 @torch.no_grad()
 def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     """θ' ← τθ + (1 − τ)θ' for every parameter and float buffer (Algorithm 1)."""
-    for t, s in zip(target.parameters(), source.parameters()):
+    for t, s in zip(target.parameters(), source.parameters(), strict=True):
         t.lerp_(s, tau)
-    for t, s in zip(target.buffers(), source.buffers()):
+    for t, s in zip(target.buffers(), source.buffers(), strict=True):
         if t.is_floating_point():
             t.copy_(s)  # constants such as the action bounds: copied, not averaged
 
@@ -217,14 +218,14 @@ class TD3Updater:
         policy_noise: float = 0.2,
         noise_clip: float = 0.5,
         policy_delay: int = 2,
-        seed: Optional[int] = None,
+        seed: int | None = None,
         *,
         optimizer: str = "adam",
-        optimizer_kwargs: Optional[Dict[str, Any]] = None,
-        actor: Optional[MLPPolicy] = None,
-        critic: Optional[TwinCritic] = None,
-        actor_target: Optional[MLPPolicy] = None,
-        critic_target: Optional[TwinCritic] = None,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        actor: MLPPolicy | None = None,
+        critic: TwinCritic | None = None,
+        actor_target: MLPPolicy | None = None,
+        critic_target: TwinCritic | None = None,
     ):
         if int(policy_delay) < 1:
             raise ValueError(f"policy_delay must be >= 1, got {policy_delay!r}")
@@ -263,7 +264,7 @@ class TD3Updater:
 
         return make_optimizer(self.optimizer_name, params, lr=float(lr), **self.optimizer_kwargs)
 
-    def critic_step(self, batch: Dict[str, Any]) -> Dict[str, float]:
+    def critic_step(self, batch: dict[str, Any]) -> dict[str, float]:
         """One Adam step of both critics on :func:`td3_critic_loss`.
 
         Args:
@@ -289,7 +290,7 @@ class TD3Updater:
         self.num_critic_steps += 1
         return stats
 
-    def actor_step(self, obs) -> Dict[str, float]:
+    def actor_step(self, obs) -> dict[str, float]:
         """One Adam step of the actor on :func:`td3_actor_loss` (the critics are not changed).
 
         Args:
@@ -318,7 +319,7 @@ class TD3Updater:
         soft_update(self.critic_target, self.critic, self.tau)
         soft_update(self.actor_target, self.actor, self.tau)
 
-    def update(self, batch: Dict[str, Any]) -> Dict[str, float]:
+    def update(self, batch: dict[str, Any]) -> dict[str, float]:
         """One TD3 iteration (Algorithm 1): critic step; every d-th call also actor step and targets.
 
         Args:
@@ -335,7 +336,7 @@ class TD3Updater:
             self.update_targets()
         return stats
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         """Weights, targets, optimizer states, counters and the noise generator's state."""
         return {
             "actor": _numpy_state(self.actor.state_dict()),
@@ -351,7 +352,7 @@ class TD3Updater:
             "generator": self.generator.get_state().numpy(),
         }
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         """Restores :meth:`get_state`'s output (any subset of its keys)."""
         for name in ("actor", "critic", "actor_target", "critic_target"):
             if name in state:
@@ -367,7 +368,7 @@ class TD3Updater:
             self.generator.set_state(torch.as_tensor(np.asarray(state["generator"]), dtype=torch.uint8))
 
 
-def as_tensors(batch: Dict[str, Any]) -> Dict[str, torch.Tensor]:
+def as_tensors(batch: dict[str, Any]) -> dict[str, torch.Tensor]:
     """The :data:`BATCH_KEYS` of ``batch`` as float32 tensors (arrays are wrapped, not copied)."""
     missing = [k for k in BATCH_KEYS if k not in batch]
     if missing:
@@ -375,5 +376,5 @@ def as_tensors(batch: Dict[str, Any]) -> Dict[str, torch.Tensor]:
     return {k: torch.as_tensor(batch[k], dtype=torch.float32) for k in BATCH_KEYS}
 
 
-def _numpy_state(state_dict: Dict[str, torch.Tensor]) -> Dict[str, np.ndarray]:
+def _numpy_state(state_dict: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     return {k: v.detach().cpu().numpy().copy() for k, v in state_dict.items()}

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -30,9 +30,9 @@ class TrajectoryRecorder(gym.Wrapper):
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        self.observations: List[np.ndarray] = []
-        self.actions: List[Any] = []
-        self.rewards: List[float] = []
+        self.observations: list[np.ndarray] = []
+        self.actions: list[Any] = []
+        self.rewards: list[float] = []
         self.terminated = False
 
     def reset(self, **kwargs):
@@ -48,7 +48,7 @@ class TrajectoryRecorder(gym.Wrapper):
         self.terminated = bool(terminated)
         return obs, reward, terminated, truncated, info
 
-    def transitions(self) -> Dict[str, np.ndarray]:
+    def transitions(self) -> dict[str, np.ndarray]:
         """The episode as float32 arrays ``obs, actions, rewards, next_obs, terminateds`` [T, ...]."""
         steps = len(self.rewards)
         obs = np.asarray(self.observations, dtype=np.float32)
@@ -72,7 +72,7 @@ class ActionExploration(gym.ActionWrapper):
         random_actions: Replace the policy's action by a uniform sample of the action space.
     """
 
-    def __init__(self, env: gym.Env, noise: float = 0.0, seed: Optional[int] = None):
+    def __init__(self, env: gym.Env, noise: float = 0.0, seed: int | None = None):
         super().__init__(env)
         space = env.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):

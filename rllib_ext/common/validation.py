@@ -21,7 +21,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import gymnasium as gym
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -75,7 +76,7 @@ class KeepsMinusOneSettings:
     """
 
     @override(AlgorithmConfig)
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         state = super().get_state()
         sentinels = _default_minus_one_settings(type(self))
         for key, value in vars(self).items():
@@ -84,7 +85,7 @@ class KeepsMinusOneSettings:
         return state
 
 
-_MINUS_ONE_DEFAULTS: Dict[type, frozenset] = {}
+_MINUS_ONE_DEFAULTS: dict[type, frozenset] = {}
 
 
 def _default_minus_one_settings(config_cls: type) -> frozenset:
@@ -104,7 +105,7 @@ def _is_minus_one(value: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Finite settings.
 # ---------------------------------------------------------------------------------------------
-def _walk(name: str, value: Any, depth: int = 0) -> Iterator[Tuple[str, Any]]:
+def _walk(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
     if isinstance(value, bool):
         return
     if isinstance(value, float):
@@ -117,7 +118,7 @@ def _walk(name: str, value: Any, depth: int = 0) -> Iterator[Tuple[str, Any]]:
             yield from _walk(f"{name}[{key!r}]", item, depth + 1)
 
 
-def nonfinite_settings(config: AlgorithmConfig) -> List[Tuple[str, float]]:
+def nonfinite_settings(config: AlgorithmConfig) -> list[tuple[str, float]]:
     """(setting, value) of every NaN/±inf float in the config's settings (nested ones too).
 
     Timeouts (a setting whose name contains ``timeout``) may be +inf; ``env_config`` belongs to
@@ -169,7 +170,7 @@ def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers:
     return gym.make(config.env, **dict(config.env_config or {}))
 
 
-def env_spaces(config: AlgorithmConfig) -> Optional[Tuple[gym.Space, gym.Space]]:
+def env_spaces(config: AlgorithmConfig) -> tuple[gym.Space, gym.Space] | None:
     """(observation space, action space) the algorithm will see, or None when there is nothing to check.
 
     Spaces set with ``config.environment(observation_space=..., action_space=...)`` win (as in
@@ -201,7 +202,7 @@ def is_vector_box(space: gym.Space) -> bool:
 
 
 def check_vector_spaces(
-    config: AlgorithmConfig, spaces: Optional[Tuple[gym.Space, gym.Space]], actions: Sequence[str]
+    config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space] | None, actions: Sequence[str]
 ) -> None:
     """Rejects what an MLP-on-state-vector algorithm cannot take, naming the env and the space.
 
@@ -225,7 +226,7 @@ def check_vector_spaces(
         config._value_error(f"{name} needs {wanted} action space; env {config.env!r} has {act_space}")
 
 
-def check_default_module_builds(config: AlgorithmConfig, spaces: Optional[Tuple[gym.Space, gym.Space]]) -> None:
+def check_default_module_builds(config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space] | None) -> None:
     """Builds the (inference) RLModule on the driver: RLlib's catalog rejects spaces it cannot take.
 
     Skipped when a custom env-to-module connector may change the observation space.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -74,7 +74,7 @@ class NormalizedStepOptimizer(torch.optim.Optimizer):
             grad_norm = float(torch.linalg.vector_norm(torch.stack(norms)))
         if grad_norm == 0.0 or not math.isfinite(grad_norm):
             return
-        for group, s in zip(self.param_groups, self._step_factors()):
+        for group, s in zip(self.param_groups, self._step_factors(), strict=True):
             scale = -s * math.sqrt(d) / grad_norm  # Eq. (19)/(22), paper 000 §4.1, minimizing sign
             for p in group["params"]:
                 if p.grad is not None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 
@@ -145,7 +146,7 @@ class DSGD(NormalizedStepOptimizer):
 
     def _step_factors(self) -> list[float]:
         etas = [self._eta(group) for group in self.param_groups]
-        for group, eta in zip(self.param_groups, etas):
+        for group, eta in zip(self.param_groups, etas, strict=True):
             group["eta_u"] = eta
         return etas  # η_u of Eq. (22)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 
@@ -30,7 +31,9 @@ def get_optimizer_class(name: str) -> type[torch.optim.Optimizer]:
     return lookup(OPTIMIZERS, name, "optimizer")[0]
 
 
-def make_optimizer(name: str, params: Iterable[torch.Tensor] | Iterable[dict], **overrides: Any) -> torch.optim.Optimizer:
+def make_optimizer(
+    name: str, params: Iterable[torch.Tensor] | Iterable[dict], **overrides: Any
+) -> torch.optim.Optimizer:
     """Builds the optimizer ``name`` over ``params`` with the paper's defaults and ``overrides``.
 
     Example: ``make_optimizer("dsgd", module.parameters(), lr=0.02)``.

@@ -50,10 +50,9 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
-
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
@@ -151,15 +150,27 @@ class AESRLConfig(ERLConfig):
         critic_steps_per_env_step=NotProvided,
         critic_min_steps_per_env_step=NotProvided,
         **kwargs,
-    ) -> "AESRLConfig":
+    ) -> AESRLConfig:
         super().training(**kwargs)
         self._set_provided(
-            mean_rule=mean_rule, variance_rule=variance_rule, fixed_range=fixed_range,
-            fitness_baseline=fitness_baseline, p_positive=p_positive, p_negative=p_negative, online_n=online_n,
-            rank_population=rank_population, success_window=success_window, success_threshold=success_threshold,
-            success_factor=success_factor, k_rl=k_rl, p_desired=p_desired, mean_fitness=mean_fitness,
-            mean_eval_episodes=mean_eval_episodes, mean_eval_interval=mean_eval_interval,
-            critic_steps_per_call=critic_steps_per_call, critic_steps_per_env_step=critic_steps_per_env_step,
+            mean_rule=mean_rule,
+            variance_rule=variance_rule,
+            fixed_range=fixed_range,
+            fitness_baseline=fitness_baseline,
+            p_positive=p_positive,
+            p_negative=p_negative,
+            online_n=online_n,
+            rank_population=rank_population,
+            success_window=success_window,
+            success_threshold=success_threshold,
+            success_factor=success_factor,
+            k_rl=k_rl,
+            p_desired=p_desired,
+            mean_fitness=mean_fitness,
+            mean_eval_episodes=mean_eval_episodes,
+            mean_eval_interval=mean_eval_interval,
+            critic_steps_per_call=critic_steps_per_call,
+            critic_steps_per_env_step=critic_steps_per_env_step,
             critic_min_steps_per_env_step=critic_min_steps_per_env_step,
         )
         return self
@@ -167,7 +178,11 @@ class AESRLConfig(ERLConfig):
     @override(ERLConfig)
     def validate(self) -> None:
         super().validate()
-        for name, valid in (("mean_rule", MEAN_RULES), ("variance_rule", VARIANCE_RULES), ("mean_fitness", MEAN_FITNESS)):
+        for name, valid in (
+            ("mean_rule", MEAN_RULES),
+            ("variance_rule", VARIANCE_RULES),
+            ("mean_fitness", MEAN_FITNESS),
+        ):
             if getattr(self, name) not in valid:
                 self._value_error(f"unknown {name} {getattr(self, name)!r}; valid: {', '.join(valid)}")
         if self.variance_rule == "elite" and self.mean_rule != "rank":
@@ -178,9 +193,13 @@ class AESRLConfig(ERLConfig):
                 f"{self.env!r} has no Table 5 value: set fixed_range and fitness_baseline for the {self.mean_rule} "
                 f"rule (paper 001 App. C: about 1/6 of the maximum return)"
             )
-        for name, v in (("fixed_range", self.effective_fixed_range), ("online_n", self.online_n),
-                        ("success_factor", self.success_factor), ("k_rl", self.k_rl),
-                        ("critic_steps_per_env_step", self.critic_steps_per_env_step)):
+        for name, v in (
+            ("fixed_range", self.effective_fixed_range),
+            ("online_n", self.online_n),
+            ("success_factor", self.success_factor),
+            ("k_rl", self.k_rl),
+            ("critic_steps_per_env_step", self.critic_steps_per_env_step),
+        ):
             if v is None and name == "fixed_range":
                 continue
             if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
@@ -198,8 +217,12 @@ class AESRLConfig(ERLConfig):
             self._value_error(f"fitness_baseline must be a finite number or 'auto', got {self.fitness_baseline!r}")
         if self.mean_rule == "baseline_relative" and fb is not None and fb <= 0:
             self._value_error(f"fitness_baseline (f_b) must be > 0 for baseline_relative (Eq. 10), got {fb!r}")
-        for name, v in (("p_positive", self.p_positive), ("p_negative", self.p_negative),
-                        ("p_desired", self.effective_p_desired), ("success_threshold", self.success_threshold)):
+        for name, v in (
+            ("p_positive", self.p_positive),
+            ("p_negative", self.p_negative),
+            ("p_desired", self.effective_p_desired),
+            ("success_threshold", self.success_threshold),
+        ):
             if not (isinstance(v, (int, float)) and 0 <= v <= 1):
                 self._value_error(f"{name} must be in [0, 1], got {v!r}")
         for name in ("rank_population", "success_window", "mean_eval_episodes", "critic_steps_per_call"):
@@ -230,12 +253,20 @@ class AESRLConfig(ERLConfig):
 
     def make_population(self, mu: np.ndarray) -> AsyncPopulation:
         return AsyncPopulation(
-            mu, sigma_init=self.sigma_init, mean_rule=self.mean_rule, variance_rule=self.variance_rule,
-            fixed_range=self.effective_fixed_range or 1.0, fitness_baseline=self.effective_fitness_baseline or 1.0,
+            mu,
+            sigma_init=self.sigma_init,
+            mean_rule=self.mean_rule,
+            variance_rule=self.variance_rule,
+            fixed_range=self.effective_fixed_range or 1.0,
+            fitness_baseline=self.effective_fitness_baseline or 1.0,
             p_positive=self.p_positive,
-            p_negative=self.p_negative, online_n=self.online_n, rank_population=self.rank_population,
-            success_window=self.success_window, success_threshold=self.success_threshold,
-            success_factor=self.success_factor, var_limit=self.var_limit,
+            p_negative=self.p_negative,
+            online_n=self.online_n,
+            rank_population=self.rank_population,
+            success_window=self.success_window,
+            success_threshold=self.success_threshold,
+            success_factor=self.success_factor,
+            var_limit=self.var_limit,
         )
 
 
@@ -253,9 +284,9 @@ class AESRL(ERLAlgorithm):
         self.population = self.config.make_population(self.mu)
         self.population.var = self.var
         self.counters.update({"mean_eval_env_steps": 0, "individuals_failed": 0, "critic_wait_s": 0.0})
-        self._pending: Dict[int, Dict[str, Any]] = {}  # job id -> {"z", "rl"}: individuals in flight
-        self._awaiting_mean: Dict[int, Dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
-        self._untold: List[Dict[str, Any]] = []  # finished individuals waiting for the first f(μ)
+        self._pending: dict[int, dict[str, Any]] = {}  # job id -> {"z", "rl"}: individuals in flight
+        self._awaiting_mean: dict[int, dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
+        self._untold: list[dict[str, Any]] = []  # finished individuals waiting for the first f(μ)
         self._last_steps = collections.deque(maxlen=10)
         self._critic_call = None
         self._p_by_kind = {"rl": [], "es": []}
@@ -264,7 +295,7 @@ class AESRL(ERLAlgorithm):
             self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
 
     # -- submitting ------------------------------------------------------------------------
-    def _submit_mean(self, individual: Dict[str, Any] = None) -> None:
+    def _submit_mean(self, individual: dict[str, Any] = None) -> None:
         job_id = self.pool.new_job_id()
         self.pool.submit([{"id": job_id, "kind": "mean", "episodes": int(self.config.mean_eval_episodes)}])
         self._awaiting_mean[job_id] = individual
@@ -283,8 +314,12 @@ class AESRL(ERLAlgorithm):
             rl = bool(self._rng.random() < prob)
             self.counters["n_rl" if rl else "n_es"] += 1
         seed = self.next_batch_seed()
-        job = {"id": self.pool.new_job_id(), "kind": "individual", "seed": seed,
-               "random_actions": steps < cfg.initial_steps}
+        job = {
+            "id": self.pool.new_job_id(),
+            "kind": "individual",
+            "seed": seed,
+            "random_actions": steps < cfg.initial_steps,
+        }
         if rl:
             job.update({"rl_steps": self._rl_steps(), "critic_ref": [self.critic_ref]})
         self._pending[job["id"]] = {"z": self.population.sample(seed), "rl": rl}
@@ -316,7 +351,7 @@ class AESRL(ERLAlgorithm):
         return since_start > 0 and self.counters["critic_steps"] + cfg.critic_steps_per_call < floor * since_start
 
     # -- finishing -----------------------------------------------------------------------------
-    def _tell(self, individual: Dict[str, Any]) -> None:
+    def _tell(self, individual: dict[str, Any]) -> None:
         pop = self.population
         p = pop.tell(individual["z"], individual["return"])
         if self.config.mean_fitness == "interpolate" and pop.f_mu is not None and p > 0:
@@ -332,13 +367,17 @@ class AESRL(ERLAlgorithm):
             self._submit_mean()
         self.publish()
 
-    def _on_individual(self, r: Dict[str, Any]) -> None:
+    def _on_individual(self, r: dict[str, Any]) -> None:
         info = self._pending.pop(r["id"], None)
         if info is None:
             return
         self.counters["individual_steps"] += r["length"]
         self._last_steps.append(r["length"])
-        individual = {"z": r["params"] if r["params"] is not None else info["z"], "return": r["return"], "rl": info["rl"]}
+        individual = {
+            "z": r["params"] if r["params"] is not None else info["z"],
+            "return": r["return"],
+            "rl": info["rl"],
+        }
         if not (np.isfinite(individual["z"]).all() and np.isfinite(individual["return"])):
             self.counters["individuals_failed"] += 1  # e.g. an RL individual trained on a diverged critic
             logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r["id"])
@@ -353,7 +392,7 @@ class AESRL(ERLAlgorithm):
         else:
             self._tell(individual)
 
-    def _on_mean(self, r: Dict[str, Any]) -> None:
+    def _on_mean(self, r: dict[str, Any]) -> None:
         individual = self._awaiting_mean.pop(r["id"], "missing")
         if individual == "missing":
             return
@@ -411,11 +450,15 @@ class AESRL(ERLAlgorithm):
                 self.counters["episodes"] -= 1
         return ok, failed
 
-    def _log(self, finished: List[Dict[str, Any]], since: float, busy_before) -> None:
+    def _log(self, finished: list[dict[str, Any]], since: float, busy_before) -> None:
         self.log_batch(finished, since, busy_before)
         m = self.metrics
-        m.log_value((BLACKBOX, "mean_eval_env_steps_lifetime"), self.counters["mean_eval_env_steps"], reduce="max", window=1)
-        m.log_value((BLACKBOX, "individuals_failed_lifetime"), self.counters["individuals_failed"], reduce="max", window=1)
+        m.log_value(
+            (BLACKBOX, "mean_eval_env_steps_lifetime"), self.counters["mean_eval_env_steps"], reduce="max", window=1
+        )
+        m.log_value(
+            (BLACKBOX, "individuals_failed_lifetime"), self.counters["individuals_failed"], reduce="max", window=1
+        )
         m.log_value((BLACKBOX, "critic_wait_s_lifetime"), self.counters["critic_wait_s"], reduce="max", window=1)
         for kind, ps in self._p_by_kind.items():
             if ps:
@@ -428,14 +471,14 @@ class AESRL(ERLAlgorithm):
 
     # -- checkpoints ---------------------------------------------------------------------------
     @override(ERLAlgorithm)
-    def _extra_state(self) -> Dict[str, Any]:
+    def _extra_state(self) -> dict[str, Any]:
         state = super()._extra_state()
         state["population"] = self.population.get_state()
         state["last_steps"] = list(self._last_steps)
         return state
 
     @override(ERLAlgorithm)
-    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
         super()._set_extra_state(state)
         self.population.set_state(state["population"])
         self.mu, self.var = self.population.mu, self.population.var

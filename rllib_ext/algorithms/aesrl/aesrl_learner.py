@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Any, Dict, Optional
+from typing import Any
 
 import numpy as np
 
@@ -185,7 +185,7 @@ class AsyncPopulation:
         self._rank_weights = rank_weights(max(self.rank_population // 2, 1))
         self._recent: collections.deque = collections.deque(maxlen=self.rank_population)  # (z, f(z))
         self._successes: collections.deque = collections.deque(maxlen=int(success_window))
-        self.f_mu: Optional[float] = None  # f(μ): set by the caller (see AESRL's mean_fitness)
+        self.f_mu: float | None = None  # f(μ): set by the caller (see AESRL's mean_fitness)
         self.num_updates = 0
 
     @property
@@ -210,8 +210,13 @@ class AsyncPopulation:
             p = self._tell_rank(z, f_z)
         else:
             p = update_ratio(
-                self.mean_rule, f_z, self.f_mu, r=self.fixed_range, f_b=self.fitness_baseline,
-                p_positive=self.p_positive, p_negative=self.p_negative,
+                self.mean_rule,
+                f_z,
+                self.f_mu,
+                r=self.fixed_range,
+                f_b=self.fitness_baseline,
+                p_positive=self.p_positive,
+                p_negative=self.p_negative,
             )
             self.mu = ((1.0 - p) * mu_old + p * z).astype(np.float32)  # Eq. (4)
         if self.variance_rule in ("online_fixed", "online_adaptive"):
@@ -244,14 +249,18 @@ class AsyncPopulation:
             self.var = (elite_var + self.cem_damp).astype(np.float32)
         return 1.0 / n
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         return {
-            "mu": self.mu.copy(), "var": self.var.copy(), "f_mu": self.f_mu, "num_updates": self.num_updates,
-            "recent": [(z.copy(), f) for z, f in self._recent], "successes": list(self._successes),
+            "mu": self.mu.copy(),
+            "var": self.var.copy(),
+            "f_mu": self.f_mu,
+            "num_updates": self.num_updates,
+            "recent": [(z.copy(), f) for z, f in self._recent],
+            "successes": list(self._successes),
             "cem_damp": self.cem_damp,
         }
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         self.mu = np.asarray(state["mu"], dtype=np.float32).copy()
         self.var = np.asarray(state["var"], dtype=np.float32).copy()
         self.f_mu = state["f_mu"]

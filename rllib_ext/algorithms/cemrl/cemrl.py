@@ -29,11 +29,10 @@ the individual gets fitness −inf; both are counted.
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
 import ray
-
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
@@ -87,12 +86,19 @@ class CEMRLConfig(ERLConfig):
         antithetic=NotProvided,
         max_retries=NotProvided,
         **kwargs,
-    ) -> "CEMRLConfig":
+    ) -> CEMRLConfig:
         super().training(**kwargs)
         self._set_provided(
-            mode=mode, population_size=population_size, rl_population=rl_population, num_elites=num_elites,
-            cem_weights=cem_weights, damp_init=damp_init, damp_limit=damp_limit, damp_tau=damp_tau,
-            antithetic=antithetic, max_retries=max_retries,
+            mode=mode,
+            population_size=population_size,
+            rl_population=rl_population,
+            num_elites=num_elites,
+            cem_weights=cem_weights,
+            damp_init=damp_init,
+            damp_limit=damp_limit,
+            damp_tau=damp_tau,
+            antithetic=antithetic,
+            max_retries=max_retries,
         )
         return self
 
@@ -107,7 +113,9 @@ class CEMRLConfig(ERLConfig):
             self._value_error(f"antithetic sampling needs an even population_size, got {self.population_size}")
         if not (isinstance(self.rl_population, int) and 0 <= self.rl_population <= self.population_size):
             self._value_error(f"rl_population must be an integer in [0, population_size], got {self.rl_population!r}")
-        if self.num_elites is not None and not (isinstance(self.num_elites, int) and 1 <= self.num_elites <= self.population_size):
+        if self.num_elites is not None and not (
+            isinstance(self.num_elites, int) and 1 <= self.num_elites <= self.population_size
+        ):
             self._value_error(f"num_elites must be None or an integer in [1, population_size], got {self.num_elites!r}")
         if self.cem_weights not in ("log", "equal"):
             self._value_error(f"unknown cem_weights {self.cem_weights!r}; valid: 'log', 'equal'")
@@ -133,8 +141,14 @@ class CEMRL(ERLAlgorithm):
         super().setup(config)
         cfg = self.config
         self.cem = SepCEM(
-            self.mu, sigma_init=cfg.sigma_init, population_size=cfg.population_size, num_elites=cfg.num_elites,
-            weights=cfg.cem_weights, damp_init=cfg.damp_init, damp_limit=cfg.damp_limit, damp_tau=cfg.damp_tau,
+            self.mu,
+            sigma_init=cfg.sigma_init,
+            population_size=cfg.population_size,
+            num_elites=cfg.num_elites,
+            weights=cfg.cem_weights,
+            damp_init=cfg.damp_init,
+            damp_limit=cfg.damp_limit,
+            damp_tau=cfg.damp_tau,
             antithetic=cfg.antithetic,
         )
         self.prev_generation_steps = 0
@@ -144,21 +158,25 @@ class CEMRL(ERLAlgorithm):
         if steps > 0:
             self.critic_result(self.critic.train.remote(int(steps), actor))
 
-    def _job(self, z: np.ndarray, rl: bool) -> Dict[str, Any]:
+    def _job(self, z: np.ndarray, rl: bool) -> dict[str, Any]:
         cfg = self.config
-        job = {"id": self.pool.new_job_id(), "kind": "individual", "params_ref": [ray.put(z)],
-               "random_actions": self.counters["individual_steps"] < cfg.initial_steps}
+        job = {
+            "id": self.pool.new_job_id(),
+            "kind": "individual",
+            "params_ref": [ray.put(z)],
+            "random_actions": self.counters["individual_steps"] < cfg.initial_steps,
+        }
         if rl and self.critic_ref is not None:
             steps = self.prev_generation_steps if cfg.rl_actor_steps == "auto" else int(cfg.rl_actor_steps)
             job.update({"rl_steps": max(int(steps), 1), "critic_ref": [self.critic_ref]})
         return job
 
-    def _run(self, jobs: List[Dict[str, Any]]) -> Dict[int, Dict[str, Any]]:
+    def _run(self, jobs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
         """Runs the jobs (all at once), re-running failed episodes; results by job id."""
         pending = {j["id"]: (j, 0) for j in jobs}
         for j in jobs:
             self.pool.submit([j])
-        done: Dict[int, Dict[str, Any]] = {}
+        done: dict[int, dict[str, Any]] = {}
         self.note_progress(True)
         while pending:
             ok, failed = self.collect(timeout_s=0.05)
@@ -189,7 +207,7 @@ class CEMRL(ERLAlgorithm):
         use_rl = self.counters["individual_steps"] >= cfg.effective_rl_start_steps and self.prev_generation_steps > 0
         n_rl = cfg.rl_population if use_rl else 0
         critic_steps = self.prev_generation_steps // max(cfg.rl_population, 1)
-        results: List[Dict[str, Any]] = []
+        results: list[dict[str, Any]] = []
         if cfg.mode == "serial":
             for i, z in enumerate(individuals):
                 if i < n_rl:
@@ -202,7 +220,7 @@ class CEMRL(ERLAlgorithm):
             by_id = self._run(jobs)
             results = [by_id[j["id"]] for j in jobs]
         fitness, evaluated = [], []
-        for z, r in zip(individuals, results):
+        for z, r in zip(individuals, results, strict=True):
             params = r.get("params")
             if params is not None and not np.isfinite(params).all():  # e.g. trained on a diverged critic
                 self.counters["individuals_failed"] += 1
@@ -232,11 +250,15 @@ class CEMRL(ERLAlgorithm):
         self.sync_mu_to_learner()
 
     @override(ERLAlgorithm)
-    def _extra_state(self) -> Dict[str, Any]:
-        return {**super()._extra_state(), "cem": self.cem.get_state(), "prev_generation_steps": self.prev_generation_steps}
+    def _extra_state(self) -> dict[str, Any]:
+        return {
+            **super()._extra_state(),
+            "cem": self.cem.get_state(),
+            "prev_generation_steps": self.prev_generation_steps,
+        }
 
     @override(ERLAlgorithm)
-    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
         super()._set_extra_state(state)
         self.cem.set_state(state["cem"])
         self.mu, self.var = self.cem.mu, self.cem.var

@@ -26,10 +26,9 @@ estimator (:meth:`CVES.estimate_gradient`).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
-
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
@@ -103,7 +102,7 @@ class CVESConfig(BlackBoxConfig):
         phi_noise_stdev=NotProvided,
         phi_num_perturbations=NotProvided,
         **kwargs,
-    ) -> "CVESConfig":
+    ) -> CVESConfig:
         super().training(**kwargs)
         self._set_provided(
             control_variate=control_variate,
@@ -120,11 +119,17 @@ class CVESConfig(BlackBoxConfig):
     def validate(self) -> None:
         super().validate()
         if self.return_shaping not in cv.SHAPINGS:
-            self._value_error(f"CVES_EXT return_shaping must be one of {', '.join(cv.SHAPINGS)}, got {self.return_shaping!r}")
+            self._value_error(
+                f"CVES_EXT return_shaping must be one of {', '.join(cv.SHAPINGS)}, got {self.return_shaping!r}"
+            )
         if not (isinstance(self.env_runner_cls, type) and issubclass(self.env_runner_cls, CVESEnvRunner)):
-            self._value_error(f"CVES_EXT needs env_runner_cls to be a CVESEnvRunner (subclass), got {self.env_runner_cls!r}")
+            self._value_error(
+                f"CVES_EXT needs env_runner_cls to be a CVESEnvRunner (subclass), got {self.env_runner_cls!r}"
+            )
         if not cv.GAMMA_MIN <= self.gamma <= cv.GAMMA_MAX:
-            self._value_error(f"gamma (γ) must be in [{cv.GAMMA_MIN}, {cv.GAMMA_MAX}] (γ = 1 − exp(φ)), got {self.gamma}")
+            self._value_error(
+                f"gamma (γ) must be in [{cv.GAMMA_MIN}, {cv.GAMMA_MAX}] (γ = 1 − exp(φ)), got {self.gamma}"
+            )
         for name in ("eta_lr", "phi_lr"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0):
@@ -133,7 +138,9 @@ class CVESConfig(BlackBoxConfig):
             self._value_error(f"phi_noise_stdev (σ_φ) must be > 0, got {self.phi_noise_stdev!r}")
         n_phi = self.phi_num_perturbations
         if not (isinstance(n_phi, int) and n_phi >= 2 and n_phi % 2 == 0):
-            self._value_error(f"phi_num_perturbations (N_φ) must be an even integer >= 2 (antithetic pairs), got {n_phi!r}")
+            self._value_error(
+                f"phi_num_perturbations (N_φ) must be an even integer >= 2 (antithetic pairs), got {n_phi!r}"
+            )
         if self.control_variate:
             if self.policy_head == "deterministic" or not self.explore_perturbations:
                 self._value_error(
@@ -170,7 +177,7 @@ class CVES(ES):
         """The current discount factor γ = 1 − exp(φ)."""
         return cv.gamma_of(self.phi)
 
-    def gammas_to_evaluate(self) -> Optional[np.ndarray]:
+    def gammas_to_evaluate(self) -> np.ndarray | None:
         """[γ, γ_1 … γ_{N_φ}] whose J^γ and ĝ^pg,γ the runners compute for update u (None: no CV).
 
         ε_j of update u are the rows of an antithetic batch of the 1-d sampler, seeded by
@@ -195,7 +202,7 @@ class CVES(ES):
             self.env_runner.publish(self.update_index, payload)
 
     @override(ES)
-    def estimate_gradient(self, seed: int, rows: List[Dict[str, Any]]) -> Tuple[np.ndarray, Dict[str, float]]:
+    def estimate_gradient(self, seed: int, rows: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, float]]:
         """ĝ^cv (Eq. 8) of the batch, then the η (Eq. 9) and φ (Eq. 13) updates on the same batch."""
         cfg = self.config
         if not cfg.control_variate:
@@ -231,10 +238,10 @@ class CVES(ES):
         return est.g_cv.astype(np.float32), info
 
     @override(BlackBoxAlgorithm)
-    def _extra_state(self) -> Dict[str, Any]:
+    def _extra_state(self) -> dict[str, Any]:
         return {"eta": self.eta.copy(), "phi": self.phi}
 
     @override(BlackBoxAlgorithm)
-    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
         self.eta = np.asarray(state["eta"], dtype=np.float64).copy()
         self.phi = float(state["phi"])

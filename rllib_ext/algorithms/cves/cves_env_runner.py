@@ -33,11 +33,10 @@ pass plus m backward passes give the m gradients.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import numpy as np
 import torch
-
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.cves.cves_learner import discounted_weights
@@ -83,7 +82,9 @@ def policy_gradients(policy: MLPPolicy, obs: np.ndarray, actions: np.ndarray, we
     for j in range(len(w)):
         surrogate = (w[j] * logp.double()).sum()
         grads = torch.autograd.grad(surrogate, params, retain_graph=j < len(w) - 1, allow_unused=True)
-        out[j] = torch.cat([(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params)]).numpy()
+        out[j] = torch.cat(
+            [(g if g is not None else torch.zeros_like(p)).reshape(-1) for g, p in zip(grads, params, strict=True)]
+        ).numpy()
     return out
 
 
@@ -95,9 +96,9 @@ class CVESEnvRunner(BlackBoxEnvRunner):
     """
 
     def __init__(self, *, config, **kwargs):
-        self.gammas: Optional[np.ndarray] = None
+        self.gammas: np.ndarray | None = None
         self._recording = False
-        self._episode_extras: List[Dict[str, Any]] = []
+        self._episode_extras: list[dict[str, Any]] = []
         super().__init__(config=config, **kwargs)
 
     @override(BlackBoxEnvRunner)
@@ -113,7 +114,7 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         super().publish(version, (theta, filter_state))
 
     @override(BlackBoxEnvRunner)
-    def run_jobs(self, version: int, payload_ref, jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def run_jobs(self, version: int, payload_ref, jobs: list[dict[str, Any]]) -> dict[str, Any]:
         """:meth:`BlackBoxEnvRunner.run_jobs`, each result extended by ``return_gamma``, ``g_pg``."""
         self._recording, self._episode_extras = True, []
         try:
@@ -121,7 +122,7 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         finally:
             self._recording = False
         # _run_episode adds one entry per episode, failed ones included, in the order of results.
-        for result, extra in zip(out["results"], self._episode_extras):
+        for result, extra in zip(out["results"], self._episode_extras, strict=True):
             result.update(extra)
         return out
 
@@ -137,7 +138,7 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         self._episode_extras.append({} if self.gammas is None else self._pg_terms())
         return ret, length
 
-    def _pg_terms(self) -> Dict[str, Any]:
+    def _pg_terms(self) -> dict[str, Any]:
         """J^{γ_j} and ĝ^pg,γ_j of the episode just recorded (Eq. 1, 5)."""
         rec: TrajectoryRecorder = self.env
         steps = len(rec.rewards)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+
 import numpy as np
 
 from rllib_ext.common.es_gradient import es_gradient
@@ -263,4 +264,3 @@ def update_phi(phi: float, grad: float, lr: float) -> float:
     """φ ← φ − α_φ ĝ_φ (descent on the variance), kept so that γ ∈ [GAMMA_MIN, GAMMA_MAX]."""
     lo, hi = phi_of(GAMMA_MAX), phi_of(GAMMA_MIN)
     return float(np.clip(phi - lr * grad, lo, hi))
-

@@ -24,7 +24,6 @@ and ``benchmarks/cves_variance.py`` compare its variances with the formulas.
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Tuple
 
 import numpy as np
 
@@ -32,7 +31,7 @@ from rllib_ext.algorithms.cves.cves_learner import cv_terms, discounted_weights
 from rllib_ext.common.samplers import make_sampler
 
 
-def theory(d: int, n: int, rho: float) -> Dict[str, float]:
+def theory(d: int, n: int, rho: float) -> dict[str, float]:
     """The closed forms above (per unit ‖α‖²), their ratios, and ρ0 of Eq. 12."""
     k = (1.0 + rho**2) * d
     vanilla = (k + 1.0) / n  # App. B.2
@@ -59,8 +58,8 @@ def draws(
     sigma1: float = 0.1,
     gamma: float = 0.99,
     seed: int = 0,
-    alpha: Optional[np.ndarray] = None,
-) -> Tuple[np.ndarray, np.ndarray]:
+    alpha: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """``reps`` independent draws of (X, Y) = (ĝ^es, ĝ^es,γ − ĝ^re,γ) on the one-step MDP.
 
     Each draw: ε1_i = rows of ``sampler``'s batch (no antithetic pairs, as App. A), θ_i = σ1 ε1_i

@@ -14,9 +14,7 @@ statistics and the reward scale; not the replay memory's contents.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
-
-from typing_extensions import Self
+from typing import Any, Self
 
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -49,23 +47,29 @@ class DDPGConfig(ReFERQConfig):
     def training(
         self,
         *,
-        actor_lr: Optional[float] = NotProvided,
-        critic_lr: Optional[float] = NotProvided,
-        critic_weight_decay: Optional[float] = NotProvided,
-        ou_theta: Optional[float] = NotProvided,
-        ou_sigma: Optional[float] = NotProvided,
+        actor_lr: float | None = NotProvided,
+        critic_lr: float | None = NotProvided,
+        critic_weight_decay: float | None = NotProvided,
+        ou_theta: float | None = NotProvided,
+        ou_sigma: float | None = NotProvided,
         **kwargs,
     ) -> Self:
         """Sets DDPG's settings (class docstring) and those of :class:`ReFERQConfig`."""
         super().training(**kwargs)
-        for name, value in (("actor_lr", actor_lr), ("critic_lr", critic_lr), ("critic_weight_decay", critic_weight_decay), ("ou_theta", ou_theta), ("ou_sigma", ou_sigma)):
+        for name, value in (
+            ("actor_lr", actor_lr),
+            ("critic_lr", critic_lr),
+            ("critic_weight_decay", critic_weight_decay),
+            ("ou_theta", ou_theta),
+            ("ou_sigma", ou_sigma),
+        ):
             if value is not NotProvided:
                 setattr(self, name, value)
         return self
 
     @property
     @override(ReFERQConfig)
-    def _model_config_auto_includes(self) -> Dict[str, Any]:
+    def _model_config_auto_includes(self) -> dict[str, Any]:
         return super()._model_config_auto_includes | {
             "ou_noise": self.replay_mode in ("er", "per"),  # App. A: OU noise with ER and PER
             "ou_theta": self.ou_theta,

@@ -15,7 +15,7 @@ D_KL metrics only in those modes.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import torch
 from ray.rllib.core.columns import Columns
@@ -59,7 +59,7 @@ class DDPGTorchRLModule(GaussianExplorationModule):
         return critic(x)[:, 0]
 
     @override(GaussianExplorationModule)
-    def _forward_exploration(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         out = self._forward(batch)
         if not self.ou_noise:
             return out
@@ -71,6 +71,6 @@ class DDPGTorchRLModule(GaussianExplorationModule):
         return out
 
     @override(GaussianExplorationModule)
-    def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         mean = self.policy_mean(batch[Columns.OBS])
         return {Columns.ACTION_DIST_INPUTS: self.dist_inputs(mean), DDPG_MEAN: mean}

@@ -26,7 +26,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
@@ -60,7 +59,7 @@ class DFDConfig(BlackBoxConfig):
         self.perturbations_per_call = 1
 
     @override(BlackBoxConfig)
-    def training(self, *, u_max=NotProvided, delayed_returns=NotProvided, **kwargs) -> "DFDConfig":
+    def training(self, *, u_max=NotProvided, delayed_returns=NotProvided, **kwargs) -> DFDConfig:
         super().training(**kwargs)
         self._set_provided(u_max=u_max, delayed_returns=delayed_returns)
         return self
@@ -125,8 +124,10 @@ class DFD(BlackBoxAlgorithm):
             if ok or failed:
                 last_progress = time.perf_counter()
             elif time.perf_counter() - last_progress > NO_PROGRESS_TIMEOUT_S:
-                raise RuntimeError(f"DFD_EXT: no return for {NO_PROGRESS_TIMEOUT_S:.0f} s (healthy runners: "
-                                   f"{self.pool.healthy_runner_ids()})")
+                raise RuntimeError(
+                    f"DFD_EXT: no return for {NO_PROGRESS_TIMEOUT_S:.0f} s (healthy runners: "
+                    f"{self.pool.healthy_runner_ids()})"
+                )
 
         batch = self.returns.take_batch(u)
         rewards = np.array([r["return"] for r in batch])
@@ -146,7 +147,9 @@ class DFD(BlackBoxAlgorithm):
         m = self.metrics
         m.log_value((BLACKBOX, "delayed_return_fraction"), float((delays > 0).mean()), reduce="mean", window=20)
         m.log_value((BLACKBOX, "mean_delay"), float(delays.mean()), reduce="mean", window=20)
-        m.log_value((BLACKBOX, "returns_dropped_stale_lifetime"), self.returns.num_dropped_stale, reduce="max", window=1)
+        m.log_value(
+            (BLACKBOX, "returns_dropped_stale_lifetime"), self.returns.num_dropped_stale, reduce="max", window=1
+        )
         m.log_value((BLACKBOX, "returns_carried_over"), len(self.returns.pending), reduce="mean", window=1)
         m.log_value((BLACKBOX, "batches_without_current_returns"), float(not current.any()), reduce="sum")
         eta_u = self._on_learner(lambda l: next(iter(l._named_optimizers.values())).param_groups[0].get("eta_u"))

@@ -13,7 +13,8 @@ Paper 000 (``../shared/papers/000_918eb0e7bb8ca864.txt``) §3.1–3.2, App. A.2:
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Dict, List, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +30,7 @@ class ParameterHistory:
 
     def __init__(self, u_max: int):
         self.u_max = int(u_max)
-        self._thetas: "OrderedDict[int, np.ndarray]" = OrderedDict()
+        self._thetas: OrderedDict[int, np.ndarray] = OrderedDict()
 
     def add(self, u: int, theta: np.ndarray) -> None:
         self._thetas[int(u)] = np.array(theta, dtype=np.float32, copy=True)
@@ -42,10 +43,10 @@ class ParameterHistory:
     def __contains__(self, u: int) -> bool:
         return int(u) in self._thetas
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         return {"u_max": self.u_max, "thetas": [(u, t) for u, t in self._thetas.items()]}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         self.u_max = state["u_max"]
         self._thetas = OrderedDict((int(u), np.asarray(t, dtype=np.float32)) for u, t in state["thetas"])
 
@@ -61,14 +62,14 @@ class ReturnBuffer:
 
     def __init__(self, n: int, u_max: int, delayed_returns: bool = True):
         self.n, self.u_max, self.delayed_returns = int(n), int(u_max), bool(delayed_returns)
-        self.pending: List[Dict[str, Any]] = []
+        self.pending: list[dict[str, Any]] = []
         self.num_dropped_stale = 0
 
-    def _too_old(self, r: Dict[str, Any], u: int) -> bool:
+    def _too_old(self, r: dict[str, Any], u: int) -> bool:
         delay = u - int(r["u"])
         return delay > self.u_max or (not self.delayed_returns and delay > 0)
 
-    def add(self, results: Sequence[Dict[str, Any]], u: int) -> int:
+    def add(self, results: Sequence[dict[str, Any]], u: int) -> int:
         """Adds returns (dicts with ``u``); returns how many were dropped as too old."""
         dropped = 0
         for r in results:
@@ -82,7 +83,7 @@ class ReturnBuffer:
     def ready(self) -> bool:
         return len(self.pending) >= self.n
 
-    def take_batch(self, u: int) -> List[Dict[str, Any]]:
+    def take_batch(self, u: int) -> list[dict[str, Any]]:
         """The oldest N usable returns; the rest stay for the next update (App. A.2).
 
         Returns that became too old while waiting (delay grew past U_max) are dropped first.
@@ -92,10 +93,10 @@ class ReturnBuffer:
         batch, self.pending = kept[: self.n], kept[self.n :]
         return batch
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         return {"pending": list(self.pending), "num_dropped_stale": self.num_dropped_stale}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         self.pending = list(state["pending"])
         self.num_dropped_stale = state["num_dropped_stale"]
 
@@ -107,7 +108,7 @@ def dfd_gradient(
     history: ParameterHistory,
     u: int,
     versions: np.ndarray,
-) -> Tuple[np.ndarray, Dict[str, float]]:
+) -> tuple[np.ndarray, dict[str, float]]:
     """g_DFD (Eq. 18) for one batch.
 
     Args:
@@ -132,7 +133,7 @@ def dfd_gradient(
     r_theta_u = float(r_std[current].mean()) if current.any() else float(r_std.mean())  # Eq. (23)
     theta_u = history[u]
     lam = np.array(sigma_eps, dtype=np.float64, copy=True)
-    for i, (n_i, u_i) in enumerate(zip(delays, versions)):
+    for i, (n_i, u_i) in enumerate(zip(delays, versions, strict=True)):
         if n_i:
             lam[i] += history[u_i] - theta_u  # Eq. (17): λ = σε + θ_{u−n} − θ_u
     sq_norms = np.maximum(np.einsum("ij,ij->i", lam, lam), 1e-30)

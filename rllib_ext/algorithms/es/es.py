@@ -16,10 +16,9 @@ the idle time and waste that DFD_EXT removes; ``blackbox/worker_utilization`` sh
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import numpy as np
-
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.utils.annotations import override
 
@@ -59,7 +58,7 @@ class ES(BlackBoxAlgorithm):
     def get_default_config(cls) -> ESConfig:
         return ESConfig()
 
-    def evaluate_batch(self, seed: int, n: int) -> Tuple[List[Dict[str, Any]], List[float]]:
+    def evaluate_batch(self, seed: int, n: int) -> tuple[list[dict[str, Any]], list[float]]:
         """Evaluates rows 0..n−1 of batch ``seed`` of θ_u (and ``eval_episodes`` of θ_u); waits for all.
 
         A failed episode is re-run on a fresh env (at most ``MAX_FAILURES_PER_BATCH_FACTOR``·n per
@@ -121,7 +120,7 @@ class ES(BlackBoxAlgorithm):
             m.log_value((BLACKBOX, key), value, reduce="mean", window=1)
         m.log_value((BLACKBOX, "updates_lifetime"), self.update_index, reduce="max", window=1)
 
-    def estimate_gradient(self, seed: int, rows: List[Dict[str, Any]]) -> Tuple[np.ndarray, Dict[str, float]]:
+    def estimate_gradient(self, seed: int, rows: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, float]]:
         """The ascent estimate ĝ of update u from the results of batch ``seed``, in row order.
 
         Returns:

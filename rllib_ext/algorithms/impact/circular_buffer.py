@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -49,25 +49,23 @@ class CircularBuffer:
         ValueError: If N < 1 or K < 1.
     """
 
-    def __init__(self, num_batches: int, iterations_per_batch: int, seed: Optional[int] = None):
+    def __init__(self, num_batches: int, iterations_per_batch: int, seed: int | None = None):
         if int(num_batches) < 1:
             raise ValueError(f"circular_buffer_num_batches (N) must be >= 1, got {num_batches}")
         if int(iterations_per_batch) < 1:
-            raise ValueError(
-                f"circular_buffer_iterations_per_batch (K) must be >= 1, got {iterations_per_batch}"
-            )
+            raise ValueError(f"circular_buffer_iterations_per_batch (K) must be >= 1, got {iterations_per_batch}")
         self.num_batches = int(num_batches)
         self.iterations_per_batch = int(iterations_per_batch)
-        self._entries: Deque[_Entry] = collections.deque()
+        self._entries: collections.deque[_Entry] = collections.deque()
         self._rng = np.random.default_rng(seed)
         # Lifetime statistics.
         self.num_added = 0
         self.num_draws = 0
         self.num_evicted_used_up = 0  # discarded after K draws (Algorithm 1 line 10)
         self.num_evicted_overflow = 0  # replaced by a newer batch before K draws
-        self._draws_of_evicted: List[int] = []
+        self._draws_of_evicted: list[int] = []
 
-    def put(self, item: Any) -> Optional[int]:
+    def put(self, item: Any) -> int | None:
         """Adds a batch with draw count 0.
 
         If N batches are already held, the oldest one is dropped to make room.
@@ -85,7 +83,7 @@ class CircularBuffer:
         self.num_added += 1
         return dropped
 
-    def draw(self) -> Tuple[Any, int]:
+    def draw(self) -> tuple[Any, int]:
         """Draws one held batch uniformly at random (Algorithm 1 line 6).
 
         Returns:
@@ -122,7 +120,7 @@ class CircularBuffer:
         """Held batches as a fraction of N."""
         return len(self._entries) / self.num_batches
 
-    def pop_evicted_draw_counts(self) -> List[int]:
+    def pop_evicted_draw_counts(self) -> list[int]:
         """Draw counts of the batches discarded since the last call (for 'mean draws per batch')."""
         out, self._draws_of_evicted = self._draws_of_evicted, []
         return out
@@ -131,7 +129,7 @@ class CircularBuffer:
         """Drops every held batch (statistics are kept)."""
         self._entries.clear()
 
-    def get_stats(self) -> Dict[str, float]:
+    def get_stats(self) -> dict[str, float]:
         """Lifetime statistics: batches added, draws, evictions, current fill."""
         return {
             "num_batches_held": len(self._entries),

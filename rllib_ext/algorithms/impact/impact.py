@@ -35,9 +35,7 @@ in Figure 4a.
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional
-
-from typing_extensions import Self
+from typing import Any, Self
 
 import ray
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
@@ -160,11 +158,11 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
     def training(
         self,
         *,
-        surrogate_ratio: Optional[str] = NotProvided,
-        standardize_advantages: Optional[bool] = NotProvided,
-        optimizer: Optional[str] = NotProvided,
-        optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
-        torch_num_threads: Optional[int] = NotProvided,
+        surrogate_ratio: str | None = NotProvided,
+        standardize_advantages: bool | None = NotProvided,
+        optimizer: str | None = NotProvided,
+        optimizer_kwargs: dict[str, Any] | None = NotProvided,
+        torch_num_threads: int | None = NotProvided,
         **kwargs,
     ) -> Self:
         """Sets the training configuration (APPO's settings plus IMPACT_EXT's own).
@@ -245,13 +243,10 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self._value_error(f"`broadcast_interval` must be an integer >= 1, got {bi!r}")
         if self.surrogate_ratio not in SURROGATE_RATIOS:
             self._value_error(
-                f"`surrogate_ratio` must be one of {', '.join(SURROGATE_RATIOS)}, got "
-                f"{self.surrogate_ratio!r}"
+                f"`surrogate_ratio` must be one of {', '.join(SURROGATE_RATIOS)}, got {self.surrogate_ratio!r}"
             )
         if not isinstance(self.standardize_advantages, bool):
-            self._value_error(
-                f"`standardize_advantages` must be True or False, got {self.standardize_advantages!r}"
-            )
+            self._value_error(f"`standardize_advantages` must be True or False, got {self.standardize_advantages!r}")
         check_optimizer(self)
         check_torch_num_threads(self)
         if not isinstance(self.clip_param, (int, float)) or self.clip_param <= 0:
@@ -389,7 +384,7 @@ class IMPACT(FiniteParametersGuard, APPO):
         )
         return [ray.put(episodes)], [states], [self.env_runner.get_metrics()]
 
-    def _impact_broadcast(self, rl_module_state: Dict[str, Any], connector_states: List[Dict]) -> None:
+    def _impact_broadcast(self, rl_module_state: dict[str, Any], connector_states: list[dict]) -> None:
         """Ships learner weights (and merged connector states) to the workers."""
         self.metrics.log_value(NUM_SYNCH_WORKER_WEIGHTS, 1, reduce="sum")
         env_steps = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import abc
 from collections import defaultdict
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import ray
 from ray.rllib.core import COMPONENT_RL_MODULE
@@ -79,10 +79,10 @@ class IMPACTLearner(Learner):
         self.module.foreach_module(
             lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None
         )
-        self.curr_kl_coeffs_per_module: Dict[ModuleID, Any] = LambdaDefaultDict(
+        self.curr_kl_coeffs_per_module: dict[ModuleID, Any] = LambdaDefaultDict(
             lambda module_id: self._get_tensor_variable(float(self.config.get_config_for_module(module_id).kl_coeff))
         )
-        self.entropy_coeff_schedulers_per_module: Dict[ModuleID, Scheduler] = LambdaDefaultDict(
+        self.entropy_coeff_schedulers_per_module: dict[ModuleID, Scheduler] = LambdaDefaultDict(
             lambda module_id: Scheduler(
                 fixed_value_or_schedule=self.config.get_config_for_module(module_id).entropy_coeff,
                 framework=self.framework,
@@ -91,10 +91,10 @@ class IMPACTLearner(Learner):
         )
         self._num_updates = 0
         self._num_target_syncs = 0
-        self._kl_sum: Dict[ModuleID, float] = defaultdict(float)
-        self._kl_count: Dict[ModuleID, int] = defaultdict(int)
+        self._kl_sum: dict[ModuleID, float] = defaultdict(float)
+        self._kl_count: dict[ModuleID, int] = defaultdict(int)
         # Mean KL of the latest update per module, set by the loss (a tensor).
-        self._last_kl: Dict[ModuleID, Any] = {}
+        self._last_kl: dict[ModuleID, Any] = {}
 
     # ------------------------------------------------------------------------------------
     # Algorithm 1, learner side.
@@ -102,11 +102,11 @@ class IMPACTLearner(Learner):
     def impact_update(
         self,
         *,
-        packages: List[List[ray.ObjectRef]],
-        timesteps: Dict[str, Any],
-        max_updates: Optional[int] = None,
-        reward: Optional[float] = None,
-    ) -> Dict[str, Any]:
+        packages: list[list[ray.ObjectRef]],
+        timesteps: dict[str, Any],
+        max_updates: int | None = None,
+        reward: float | None = None,
+    ) -> dict[str, Any]:
         """Adds worker batches to C(N, K), then draws and updates until no draw is left.
 
         Args:
@@ -158,9 +158,7 @@ class IMPACTLearner(Learner):
         if self._num_updates // interval > updates_before // interval:
             rl_module_state = self.get_state(
                 components=[
-                    COMPONENT_RL_MODULE + "/" + mid
-                    for mid in self.module.keys()
-                    if self.should_module_be_updated(mid)
+                    COMPONENT_RL_MODULE + "/" + mid for mid in self.module.keys() if self.should_module_be_updated(mid)
                 ],
                 inference_only=True,
             )
@@ -229,7 +227,7 @@ class IMPACTLearner(Learner):
     # RLlib hooks.
     # ------------------------------------------------------------------------------------
     @override(Learner)
-    def before_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
+    def before_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """Advances the entropy-coefficient schedules (as IMPALA's learner does)."""
         super().before_gradient_based_update(timesteps=timesteps)
         for module_id in self.module.keys():
@@ -239,7 +237,7 @@ class IMPACTLearner(Learner):
             self.metrics.log_value((module_id, ENTROPY_COEFF_KEY), value, window=1)
 
     @override(Learner)
-    def after_gradient_based_update(self, *, timesteps: Dict[str, Any]) -> None:
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """Counts the update; every n updates syncs the target network and adapts η (line 11)."""
         super().after_gradient_based_update(timesteps=timesteps)
         self._num_updates += 1

@@ -13,10 +13,8 @@ All tensors are time-major [T, B] (as RLlib's ``vtrace_torch``) and work on log-
 from __future__ import annotations
 
 import math
-from typing import Dict, Tuple
 
 import torch
-
 from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
 
 from rllib_ext.algorithms.impact.impact import SURROGATE_RATIOS
@@ -84,7 +82,7 @@ def vtrace_targets(
     bootstrap_values: torch.Tensor,
     rho_bar: float = 1.0,
     pg_rho_bar: float = 1.0,
-) -> Tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[torch.Tensor, torch.Tensor]:
     """V-trace value targets v_s and policy-gradient advantages via RLlib's ``vtrace_torch``.
 
     Thin wrapper so that the learner and the tests call V-trace the same way.
@@ -140,9 +138,7 @@ def surrogate_log_ratio(
 
 def clipped_surrogate(ratio: torch.Tensor, advantages: torch.Tensor, clip_param: float) -> torch.Tensor:
     """PPO's ε-clipped surrogate min(R·A, clip(R, 1−ε, 1+ε)·A) (paper 004 §2.1, §4.1), per step."""
-    return torch.minimum(
-        ratio * advantages, torch.clamp(ratio, 1.0 - clip_param, 1.0 + clip_param) * advantages
-    )
+    return torch.minimum(ratio * advantages, torch.clamp(ratio, 1.0 - clip_param, 1.0 + clip_param) * advantages)
 
 
 def adapt_kl_coeff(kl_coeff: float, kl: float, kl_target: float) -> float:
@@ -169,7 +165,7 @@ def masked_standardize(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor,
     return (x - mean) / (std + eps)
 
 
-def ratio_stats(name: str, log_ratio: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> Dict[str, torch.Tensor]:
+def ratio_stats(name: str, log_ratio: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> dict[str, torch.Tensor]:
     """Mean and max of exp(log_ratio) over the valid (mask = 1) steps, for logging."""
     with torch.no_grad():
         r = torch.exp(log_ratio)

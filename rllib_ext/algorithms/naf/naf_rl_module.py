@@ -10,12 +10,12 @@ advantage, App. E), so L Lᵀ is positive definite and Q is maximal at a = m. Ex
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import torch
-from torch import nn
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
+from torch import nn
 
 from rllib_ext.algorithms.refer.modules import TARGET_PREFIX, GaussianExplorationModule
 from rllib_ext.algorithms.refer.networks import paper_mlp
@@ -63,6 +63,6 @@ class NAFTorchRLModule(GaussianExplorationModule):
         return self.naf_outputs(obs, target)[1]
 
     @override(GaussianExplorationModule)
-    def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         v, mean, L = self.naf_outputs(batch[Columns.OBS])
         return {Columns.ACTION_DIST_INPUTS: self.dist_inputs(mean), NAF_V: v, NAF_MEAN: mean, NAF_L: L}

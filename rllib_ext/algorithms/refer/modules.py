@@ -13,17 +13,17 @@
 from __future__ import annotations
 
 import abc
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian
 from ray.rllib.core.learner.utils import make_target_network
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
+from torch import nn
 
 from rllib_ext.algorithms.refer.distributions import TruncatedDiagGaussian
 from rllib_ext.algorithms.refer.networks import Standardizer
@@ -64,7 +64,7 @@ class GaussianExplorationModule(ReFERModuleMixin, TorchRLModule, TargetNetworkAP
     model_config keys: ``fcnet_hiddens`` ([128, 128]), ``exploration_sigma`` (σ, 0.2).
     """
 
-    target_network_names: Tuple[str, ...] = ()
+    target_network_names: tuple[str, ...] = ()
 
     @override(TorchRLModule)
     def setup(self):
@@ -94,7 +94,7 @@ class GaussianExplorationModule(ReFERModuleMixin, TorchRLModule, TargetNetworkAP
         return torch.cat([mean, torch.full_like(mean, float(np.log(self.sigma)))], -1)
 
     @override(TorchRLModule)
-    def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         return {Columns.ACTION_DIST_INPUTS: self.dist_inputs(self.policy_mean(batch[Columns.OBS]))}
 
     @override(TargetNetworkAPI)
@@ -104,12 +104,12 @@ class GaussianExplorationModule(ReFERModuleMixin, TorchRLModule, TargetNetworkAP
             setattr(self, TARGET_PREFIX + name, make_target_network(getattr(self, name)))
 
     @override(TargetNetworkAPI)
-    def get_target_network_pairs(self) -> List[Tuple[nn.Module, nn.Module]]:
+    def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
         """(trained, target) pairs for the soft update w̃ ← (1−τ)w̃ + τw (Algorithm 4)."""
         return [(getattr(self, n), getattr(self, TARGET_PREFIX + n)) for n in self.target_network_names]
 
     @override(TargetNetworkAPI)
-    def forward_target(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
         """The target policy's mean."""
         return {Columns.ACTIONS: self.policy_mean(batch[Columns.OBS], target=True)}
 

@@ -11,7 +11,7 @@ scheme the paper cites; we use Glorot's (``torch.nn.init.xavier_uniform_``). Bia
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch

@@ -27,9 +27,7 @@ machine); :class:`~rllib_ext.common.replay.ReplayMemory` also runs as a Ray acto
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
-
-from typing_extensions import Self
+from typing import Any, Self
 
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
@@ -122,20 +120,20 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
     def training(
         self,
         *,
-        replay_mode: Optional[str] = NotProvided,
-        refer_C: Optional[float] = NotProvided,
-        refer_A: Optional[float] = NotProvided,
-        refer_D: Optional[float] = NotProvided,
-        refer_beta_rate: Optional[float] = NotProvided,
-        replay_capacity: Optional[int] = NotProvided,
-        n_start: Optional[int] = NotProvided,
-        steps_per_update: Optional[float] = NotProvided,
-        per_alpha: Optional[float] = NotProvided,
-        per_beta: Optional[float] = NotProvided,
-        optimizer: Optional[str] = NotProvided,
-        optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
-        reward_scale_interval: Optional[int] = NotProvided,
-        torch_num_threads: Optional[int] = NotProvided,
+        replay_mode: str | None = NotProvided,
+        refer_C: float | None = NotProvided,
+        refer_A: float | None = NotProvided,
+        refer_D: float | None = NotProvided,
+        refer_beta_rate: float | None = NotProvided,
+        replay_capacity: int | None = NotProvided,
+        n_start: int | None = NotProvided,
+        steps_per_update: float | None = NotProvided,
+        per_alpha: float | None = NotProvided,
+        per_beta: float | None = NotProvided,
+        optimizer: str | None = NotProvided,
+        optimizer_kwargs: dict[str, Any] | None = NotProvided,
+        reward_scale_interval: int | None = NotProvided,
+        torch_num_threads: int | None = NotProvided,
         **kwargs,
     ) -> Self:
         """Sets ReF-ER, replay and RLlib training settings (see the class docstring).
@@ -156,15 +154,21 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         if self.replay_mode not in REPLAY_MODES:
             self._value_error(f"`replay_mode` must be one of {', '.join(REPLAY_MODES)}, got {self.replay_mode!r}")
         if not is_number(self.refer_C) or self.refer_C <= 0:
-            self._value_error(f"`refer_C` (C) must be > 0 so that c_max = 1 + C/(1 + A·t) > 1 (Eq. 13), got {self.refer_C!r}")
+            self._value_error(
+                f"`refer_C` (C) must be > 0 so that c_max = 1 + C/(1 + A·t) > 1 (Eq. 13), got {self.refer_C!r}"
+            )
         if not is_number(self.refer_A) or self.refer_A < 0:
             self._value_error(f"`refer_A` (A) must be >= 0, got {self.refer_A!r}")
         if not is_number(self.refer_D) or not 0.0 < self.refer_D < 1.0:
             self._value_error(f"`refer_D` (D) must be in (0, 1) (Eq. 12), got {self.refer_D!r}")
-        if self.refer_beta_rate is not None and (not is_number(self.refer_beta_rate) or not 0 < self.refer_beta_rate <= 1):
+        if self.refer_beta_rate is not None and (
+            not is_number(self.refer_beta_rate) or not 0 < self.refer_beta_rate <= 1
+        ):
             self._value_error(f"`refer_beta_rate` must be None or in (0, 1], got {self.refer_beta_rate!r}")
         if not is_integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
-            self._value_error(f"`train_batch_size_per_learner` (B) must be an integer >= 1, got {self.train_batch_size_per_learner!r}")
+            self._value_error(
+                f"`train_batch_size_per_learner` (B) must be an integer >= 1, got {self.train_batch_size_per_learner!r}"
+            )
         if not is_integer(self.replay_capacity) or self.replay_capacity < 1:
             self._value_error(f"`replay_capacity` (N) must be an integer >= 1, got {self.replay_capacity!r}")
         if not is_integer(self.n_start) or not 1 <= self.n_start <= self.replay_capacity:
@@ -176,7 +180,10 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")
         check_optimizer(self)
         if self.num_learners > 1:
-            self._value_error(f"{algo_name(self)} supports `num_learners` 0 or 1 (the replay memory lives in the one Learner), got {self.num_learners}")
+            self._value_error(
+                f"{algo_name(self)} supports `num_learners` 0 or 1 (the replay memory lives in the one Learner), "
+                f"got {self.num_learners}"
+            )
         if self.framework_str != "torch":
             self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
         check_finite_settings(self)
@@ -216,9 +223,7 @@ class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
         if any(o["weights_changed"] for o in outs):
             assert_finite_learner_parameters(self, "before syncing them to the env runners")
             with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
-                self.env_runner_group.sync_weights(
-                    from_worker_or_learner_group=self.learner_group, inference_only=True
-                )
+                self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
 
 
 class ReFERQConfig(ReFERConfig):
@@ -236,7 +241,9 @@ class ReFERQConfig(ReFERConfig):
         self.exploration_sigma = 0.2
 
     @override(ReFERConfig)
-    def training(self, *, tau: Optional[float] = NotProvided, exploration_sigma: Optional[float] = NotProvided, **kwargs) -> Self:
+    def training(
+        self, *, tau: float | None = NotProvided, exploration_sigma: float | None = NotProvided, **kwargs
+    ) -> Self:
         """Sets ``tau`` and ``exploration_sigma`` and the settings of :class:`ReFERConfig`."""
         super().training(**kwargs)
         if tau is not NotProvided:
@@ -247,7 +254,7 @@ class ReFERQConfig(ReFERConfig):
 
     @property
     @override(ReFERConfig)
-    def _model_config_auto_includes(self) -> Dict[str, Any]:
+    def _model_config_auto_includes(self) -> dict[str, Any]:
         return super()._model_config_auto_includes | {"exploration_sigma": self.exploration_sigma}
 
     @override(ReFERConfig)

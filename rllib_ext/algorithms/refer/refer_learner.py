@@ -24,7 +24,7 @@ gradient step, then continues with the restored β and annealing step.
 from __future__ import annotations
 
 import abc
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
 from ray.rllib.core.learner.learner import Learner
@@ -81,10 +81,10 @@ class ReFERLearner(Learner):
         self._k = 0  # gradient steps (Algorithm 1's k)
         self._env_steps = 0  # env steps since training started
         self._state_stats_set = False
-        self._stash: Dict[str, Any] = {}
+        self._stash: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ Algorithm 1
-    def refer_train(self, episodes: List) -> Dict[str, Any]:
+    def refer_train(self, episodes: list) -> dict[str, Any]:
         """Stores new env steps and takes the gradient steps they make due (one per F steps).
 
         Args:
@@ -140,7 +140,7 @@ class ReFERLearner(Learner):
         self._k += 1
 
     @staticmethod
-    def _to_batch(sample: Dict[str, np.ndarray]) -> MultiAgentBatch:
+    def _to_batch(sample: dict[str, np.ndarray]) -> MultiAgentBatch:
         cols = {k: v for k, v in sample.items() if k != "idx"}
         return MultiAgentBatch({DEFAULT_POLICY_ID: SampleBatch(cols)}, env_steps=len(sample["idx"]))
 
@@ -150,14 +150,14 @@ class ReFERLearner(Learner):
         return self._k
 
     # ------------------------------------------------------------------ algorithm hooks
-    def _score_episode(self, episode: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    def _score_episode(self, episode: dict[str, np.ndarray]) -> dict[str, Any]:
         """Extra :meth:`ReplayMemory.add_episode` arguments computed at storage time.
 
         Default: none (ρ = 1, V = 0). V-RACER returns ``values``, ``rho`` and ``v_boot``.
         """
         return {}
 
-    def _write_back(self, sample: Dict[str, np.ndarray]) -> None:
+    def _write_back(self, sample: dict[str, np.ndarray]) -> None:
         """Writes the minibatch's new ρ and TD errors (:attr:`_stash` ``rho``, ``td``) into the RM.
 
         The default serves the Q-learners (DDPG, NAF: no stored value targets); V-RACER

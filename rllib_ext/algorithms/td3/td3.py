@@ -38,11 +38,9 @@ counters and the smoothing-noise generator; the replay contents only with
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Self
 
 import numpy as np
-from typing_extensions import Self
-
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -142,20 +140,20 @@ class TD3Config(AlgorithmConfig):
     def training(
         self,
         *,
-        actor_lr: Optional[float] = NotProvided,
-        critic_lr: Optional[float] = NotProvided,
-        tau: Optional[float] = NotProvided,
-        policy_noise: Optional[float] = NotProvided,
-        noise_clip: Optional[float] = NotProvided,
-        policy_delay: Optional[int] = NotProvided,
-        action_noise: Optional[float] = NotProvided,
-        initial_steps: Optional[int] = NotProvided,
-        replay_capacity: Optional[int] = NotProvided,
-        updates_per_env_step: Optional[float] = NotProvided,
-        checkpoint_replay: Optional[bool] = NotProvided,
-        torch_num_threads: Optional[int] = NotProvided,
-        optimizer: Optional[str] = NotProvided,
-        optimizer_kwargs: Optional[Dict[str, Any]] = NotProvided,
+        actor_lr: float | None = NotProvided,
+        critic_lr: float | None = NotProvided,
+        tau: float | None = NotProvided,
+        policy_noise: float | None = NotProvided,
+        noise_clip: float | None = NotProvided,
+        policy_delay: int | None = NotProvided,
+        action_noise: float | None = NotProvided,
+        initial_steps: int | None = NotProvided,
+        replay_capacity: int | None = NotProvided,
+        updates_per_env_step: float | None = NotProvided,
+        checkpoint_replay: bool | None = NotProvided,
+        torch_num_threads: int | None = NotProvided,
+        optimizer: str | None = NotProvided,
+        optimizer_kwargs: dict[str, Any] | None = NotProvided,
         **kwargs,
     ) -> Self:
         """Sets TD3's settings (see the class docstring) and RLlib's training settings.
@@ -165,10 +163,19 @@ class TD3Config(AlgorithmConfig):
         """
         super().training(**kwargs)
         provided = dict(
-            actor_lr=actor_lr, critic_lr=critic_lr, tau=tau, policy_noise=policy_noise, noise_clip=noise_clip,
-            policy_delay=policy_delay, action_noise=action_noise, initial_steps=initial_steps,
-            replay_capacity=replay_capacity, updates_per_env_step=updates_per_env_step,
-            checkpoint_replay=checkpoint_replay, torch_num_threads=torch_num_threads, optimizer=optimizer,
+            actor_lr=actor_lr,
+            critic_lr=critic_lr,
+            tau=tau,
+            policy_noise=policy_noise,
+            noise_clip=noise_clip,
+            policy_delay=policy_delay,
+            action_noise=action_noise,
+            initial_steps=initial_steps,
+            replay_capacity=replay_capacity,
+            updates_per_env_step=updates_per_env_step,
+            checkpoint_replay=checkpoint_replay,
+            torch_num_threads=torch_num_threads,
+            optimizer=optimizer,
             optimizer_kwargs=optimizer_kwargs,
         )
         for name, value in provided.items():
@@ -178,7 +185,7 @@ class TD3Config(AlgorithmConfig):
 
     @property
     @override(AlgorithmConfig)
-    def _model_config_auto_includes(self) -> Dict[str, Any]:
+    def _model_config_auto_includes(self) -> dict[str, Any]:
         return super()._model_config_auto_includes | {
             "fcnet_hiddens": list(PAPER_HIDDENS),  # App. A; override with .rl_module(model_config=...)
             "action_noise": self.action_noise,
@@ -215,7 +222,9 @@ class TD3Config(AlgorithmConfig):
             )
         hiddens = self.model_config.get("fcnet_hiddens")
         if not isinstance(hiddens, (list, tuple)) or not hiddens or not all(is_integer(h) and h > 0 for h in hiddens):
-            self._value_error(f"`model_config['fcnet_hiddens']` must be a non-empty list of positive integers, got {hiddens!r}")
+            self._value_error(
+                f"`model_config['fcnet_hiddens']` must be a non-empty list of positive integers, got {hiddens!r}"
+            )
         if not isinstance(self.checkpoint_replay, bool):
             self._value_error(f"`checkpoint_replay` must be True or False, got {self.checkpoint_replay!r}")
         check_torch_num_threads(self)
@@ -225,7 +234,10 @@ class TD3Config(AlgorithmConfig):
                 "set `normalize_actions=False`"
             )
         if self.num_learners > 1:
-            self._value_error(f"{algo_name(self)} supports `num_learners` 0 or 1 (the replay lives in the one Learner), got {self.num_learners}")
+            self._value_error(
+                f"{algo_name(self)} supports `num_learners` 0 or 1 (the replay lives in the one Learner), "
+                f"got {self.num_learners}"
+            )
         if self.framework_str != "torch":
             self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
         spaces = env_spaces(self)

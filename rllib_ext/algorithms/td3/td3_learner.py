@@ -17,11 +17,11 @@ buffer's contents. The weights, targets and optimizer states are RLlib's own lea
 from __future__ import annotations
 
 import abc
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
-from ray.rllib.core.learner.learner import Learner
 from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import StateDict
@@ -35,7 +35,7 @@ NUM_UPDATES_KEY = "num_updates_lifetime"
 ENV_STEPS_STORED_KEY = "num_env_steps_stored_lifetime"
 
 
-def transitions_from_episodes(episodes: List) -> Dict[str, np.ndarray]:
+def transitions_from_episodes(episodes: list) -> dict[str, np.ndarray]:
     """(s, a, r, s', terminated) arrays from RLlib episode chunks (``SingleAgentEpisode``).
 
     A chunk holds len+1 observations (its first repeats the previous chunk's last); only the
@@ -73,12 +73,14 @@ class TD3Learner(Learner):
         """RLlib's build, then the replay buffer and counters."""
         super().build()
         module = self.module[DEFAULT_MODULE_ID].unwrapped()
-        self.replay = TransitionBuffer(self.config.replay_capacity, module.obs_dim, module.act_dim, seed=self.config.seed)
+        self.replay = TransitionBuffer(
+            self.config.replay_capacity, module.obs_dim, module.act_dim, seed=self.config.seed
+        )
         self._env_steps = 0  # env steps stored, lifetime
         self._num_updates = 0
         self._credit = 0.0  # TD3 iterations due but not yet taken
 
-    def td3_train(self, episodes: List) -> Dict[str, Any]:
+    def td3_train(self, episodes: list) -> dict[str, Any]:
         """Stores the chunks' transitions and takes the TD3 iterations they make due.
 
         Args:
@@ -114,7 +116,7 @@ class TD3Learner(Learner):
         return {"results": m.reduce(), "num_updates": due}
 
     @abc.abstractmethod
-    def _td3_update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+    def _td3_update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """One TD3 iteration on one minibatch (``obs, actions, rewards, next_obs, terminateds``).
 
         Returns:
@@ -127,11 +129,11 @@ class TD3Learner(Learner):
         """TD3 iterations taken so far."""
         return self._num_updates
 
-    def _extra_state(self) -> Dict[str, Any]:
+    def _extra_state(self) -> dict[str, Any]:
         """Algorithm-specific state beyond the counters kept here (the updater's)."""
         return {}
 
-    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
         """Restores :meth:`_extra_state`'s output."""
 
     @override(Learner)

@@ -26,7 +26,7 @@ model_config keys: ``fcnet_hiddens``, the hidden sizes of the actor and of each 
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List
+from typing import Any
 
 import numpy as np
 import torch
@@ -59,21 +59,21 @@ class TD3TorchRLModule(TorchRLModule, InferenceOnlyAPI):
             self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
 
     @override(InferenceOnlyAPI)
-    def get_non_inference_attributes(self) -> List[str]:
+    def get_non_inference_attributes(self) -> list[str]:
         """The critics and the targets (the env runners need only the actor)."""
         return list(LEARNER_ONLY)
 
-    def _obs(self, batch: Dict[str, Any]) -> torch.Tensor:
+    def _obs(self, batch: dict[str, Any]) -> torch.Tensor:
         obs = batch[Columns.OBS]
         return obs.reshape(obs.shape[0], -1).float()
 
     @override(TorchRLModule)
-    def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         """a = π(s) in env units."""
         return {Columns.ACTIONS: self.actor.deterministic_action(self._obs(batch))}
 
     @override(TorchRLModule)
-    def _forward_exploration(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         """a = clip(π(s) + σ·half·ε, low, high), ε ~ N(0, I), σ = ``action_noise``."""
         with torch.no_grad():
             action = self.actor.deterministic_action(self._obs(batch))

@@ -17,15 +17,15 @@ model_config keys: ``fcnet_hiddens`` (default [128, 128]), ``init_sigma`` (0.2).
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.apis import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
+from torch import nn
 
 from rllib_ext.algorithms.refer.modules import ReFERModuleMixin
 from rllib_ext.algorithms.refer.networks import Standardizer, paper_mlp, softplus_inverse
@@ -54,16 +54,16 @@ class VRACERTorchRLModule(ReFERModuleMixin, TorchRLModule, ValueFunctionAPI):
         return v, mean, sigma
 
     @override(TorchRLModule)
-    def _forward(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         _, mean, sigma = self.value_and_policy(batch[Columns.OBS])
         return {Columns.ACTION_DIST_INPUTS: torch.cat([mean, torch.log(sigma)], -1)}
 
     @override(TorchRLModule)
-    def _forward_train(self, batch: Dict[str, Any], **kwargs) -> Dict[str, Any]:
+    def _forward_train(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
         v, mean, sigma = self.value_and_policy(batch[Columns.OBS])
         return {Columns.ACTION_DIST_INPUTS: torch.cat([mean, torch.log(sigma)], -1), Columns.VF_PREDS: v}
 
     @override(ValueFunctionAPI)
-    def compute_values(self, batch: Dict[str, Any], embeddings=None) -> torch.Tensor:
+    def compute_values(self, batch: dict[str, Any], embeddings=None) -> torch.Tensor:
         """V^w(s)."""
         return self.value_and_policy(batch[Columns.OBS])[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
@@ -53,7 +53,11 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self._eval_seed_counter = (0, 0)  # (u, evaluation episodes of θ_u seeded so far)
         self.batch_seed = int(self.config.batch_seed_offset) + 1_000_003 * int(self.config.seed or 0)
         self.counters = {
-            "episodes_failed": 0, "returns_dropped_stale": 0, "env_steps": 0, "episodes": 0, "useful_runner_s": 0.0,
+            "episodes_failed": 0,
+            "returns_dropped_stale": 0,
+            "env_steps": 0,
+            "episodes": 0,
+            "useful_runner_s": 0.0,
         }
         self._t_first_update = None  # wall clock of the first training_step (updates_per_s)
         self.theta = self._on_learner(lambda learner: learner.get_flat())
@@ -86,7 +90,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             return max(1, n // (4 * self.num_runners))
         return int(per_call)
 
-    def submit_perturbations(self, seed: int, n: int, indices=None) -> List[int]:
+    def submit_perturbations(self, seed: int, n: int, indices=None) -> list[int]:
         """Queues rows ``indices`` (default all n) of batch ``seed``; returns their job ids."""
         indices = list(range(n) if indices is None else indices)
         size = self.call_size(n)
@@ -94,13 +98,20 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         for start in range(0, len(indices), size):
             jobs = []
             for index in indices[start : start + size]:
-                jobs.append({"id": self.pool.new_job_id(), "seed": seed, "n": n, "index": int(index),
-                             "env_seed": self.job_env_seed(seed)})
+                jobs.append(
+                    {
+                        "id": self.pool.new_job_id(),
+                        "seed": seed,
+                        "n": n,
+                        "index": int(index),
+                        "env_seed": self.job_env_seed(seed),
+                    }
+                )
             self.pool.submit(jobs)
             ids += [j["id"] for j in jobs]
         return ids
 
-    def submit_unperturbed(self, episodes: int) -> List[int]:
+    def submit_unperturbed(self, episodes: int) -> list[int]:
         ids = []
         for _ in range(episodes):
             job_id = self.pool.new_job_id()
@@ -108,11 +119,11 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             ids.append(job_id)
         return ids
 
-    def job_env_seed(self, batch_seed: int) -> Optional[List[int]]:
+    def job_env_seed(self, batch_seed: int) -> list[int] | None:
         """Entropy of a perturbation job's episodes under ``common_random_numbers`` (else None)."""
         return [PERTURBATION_STREAM, int(batch_seed)] if self.config.common_random_numbers else None
 
-    def eval_env_seed(self) -> Optional[List[int]]:
+    def eval_env_seed(self) -> list[int] | None:
         """Entropy of θ_u's next evaluation episode under ``common_random_numbers``: (u, j)."""
         if not self.config.common_random_numbers:
             return None
@@ -154,7 +165,9 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 r["runner"] = call["runner"]
                 if r["failed"]:
                     self.counters["episodes_failed"] += 1
-                    logger.warning("rllib_ext: episode on env runner %s failed and is not used: %s", call["runner"], r["error"])
+                    logger.warning(
+                        "rllib_ext: episode on env runner %s failed and is not used: %s", call["runner"], r["error"]
+                    )
                     failed.append(r)
                     continue
                 self.counters["env_steps"] += r["length"]
@@ -162,7 +175,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 ok.append(r)
         return ok, failed
 
-    def apply_update(self, g_hat: np.ndarray, reward: Optional[float] = None) -> Dict[str, float]:
+    def apply_update(self, g_hat: np.ndarray, reward: float | None = None) -> dict[str, float]:
         """Steps the learner's optimizer along ĝ, then publishes θ_{u+1}, u+1."""
         stats = self._on_learner(lambda learner: learner.apply_gradient_estimate(g_hat, reward))
         self.theta = self._on_learner(lambda learner: learner.get_flat())
@@ -170,7 +183,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.publish()
         return stats
 
-    def log_batch(self, results: List[Dict[str, Any]], since: float, busy_before: Dict[int, float]) -> None:
+    def log_batch(self, results: list[dict[str, Any]], since: float, busy_before: dict[int, float]) -> None:
         """Env-step/episode counters and return metrics under RLlib's keys, plus utilization.
 
         ``worker_utilization``: runner busy time / (runners × wall); ``useful_utilization``: the
@@ -191,7 +204,12 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 m.log_value((ENV_RUNNER_RESULTS, key), value, reduce="mean", window=window)
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX), float(np.max(returns)), reduce="max", window=window)
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MIN), float(np.min(returns)), reduce="min", window=window)
-        m.log_value((BLACKBOX, "worker_utilization"), self.pool.utilization(since, busy_before, self.num_runners), reduce="mean", window=20)
+        m.log_value(
+            (BLACKBOX, "worker_utilization"),
+            self.pool.utilization(since, busy_before, self.num_runners),
+            reduce="mean",
+            window=20,
+        )
         # Runner time spent on episodes whose returns entered this update / (runners × wall).
         wall = max(time.perf_counter() - since, 1e-9)
         useful_s = sum(r.get("duration_s", 0.0) for r in results)
@@ -203,7 +221,8 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         m.log_value(
             (BLACKBOX, "updates_per_s"),
             self.update_index / max(time.perf_counter() - self._t_first_update, 1e-9),
-            reduce="mean", window=1,
+            reduce="mean",
+            window=1,
         )
         m.log_value((BLACKBOX, "update_index"), self.update_index, reduce="max", window=1)
         for key in ("episodes_failed", "returns_dropped_stale"):
@@ -213,10 +232,10 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         m.log_value((BLACKBOX, "num_healthy_env_runners"), len(self.pool.healthy_runner_ids()), reduce="mean", window=1)
 
     # -- checkpoints ------------------------------------------------------------------------
-    def _extra_state(self) -> Dict[str, Any]:
+    def _extra_state(self) -> dict[str, Any]:
         return {}
 
-    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
         pass
 
     @override(Algorithm)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict
+from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -119,7 +119,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         perturbations_per_call=NotProvided,
         common_random_numbers=NotProvided,
         **kwargs,
-    ) -> "BlackBoxConfig":
+    ) -> BlackBoxConfig:
         super().training(**kwargs)
         self._set_provided(
             noise_stdev=noise_stdev,
@@ -158,7 +158,9 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     def validate(self) -> None:
         super().validate()
         check_optimizer(self)
-        if not (isinstance(self.noise_stdev, (int, float)) and self.noise_stdev > 0 and math.isfinite(self.noise_stdev)):
+        if not (
+            isinstance(self.noise_stdev, (int, float)) and self.noise_stdev > 0 and math.isfinite(self.noise_stdev)
+        ):
             self._value_error(f"noise_stdev (σ) must be a finite number > 0, got {self.noise_stdev!r}")
         if not (isinstance(self.episodes_per_batch, int) and self.episodes_per_batch >= 1):
             self._value_error(f"episodes_per_batch (N) must be an integer >= 1, got {self.episodes_per_batch!r}")
@@ -196,7 +198,9 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         if self.perturbations_per_call != "auto" and not (
             isinstance(self.perturbations_per_call, int) and self.perturbations_per_call >= 1
         ):
-            self._value_error(f"perturbations_per_call must be 'auto' or an integer >= 1, got {self.perturbations_per_call!r}")
+            self._value_error(
+                f"perturbations_per_call must be 'auto' or an integer >= 1, got {self.perturbations_per_call!r}"
+            )
         if not isinstance(self.common_random_numbers, bool):
             self._value_error(f"common_random_numbers must be True or False, got {self.common_random_numbers!r}")
         if self.obs_clip is not None and self.obs_clip <= 0:
@@ -228,7 +232,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         return samplers_lib.make_sampler(self.sampler, dim, antithetic=self.sampler_antithetic)
 
     @property
-    def model_config_for_policy(self) -> Dict[str, Any]:
+    def model_config_for_policy(self) -> dict[str, Any]:
         return {
             "hiddens": list(self.policy_hiddens),
             "activation": self.policy_activation,

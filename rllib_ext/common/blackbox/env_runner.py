@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 import numpy as np
 import ray
@@ -34,7 +34,7 @@ from rllib_ext.common.validation import make_single_env
 PERTURBATION_STREAM, EVALUATION_STREAM = 1, 2
 
 
-def episode_seed(entropy: Optional[List[int]], k: int) -> Optional[int]:
+def episode_seed(entropy: list[int] | None, k: int) -> int | None:
     """Seed of episode k of a job whose ``env_seed`` is ``entropy`` (None: the runner's stream)."""
     if entropy is None:
         return None
@@ -81,10 +81,10 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         )
         self.version = -1
         self._theta = self.module.get_flat()
-        self._samplers: Dict[int, samplers_lib.PerturbationSampler] = {}
+        self._samplers: dict[int, samplers_lib.PerturbationSampler] = {}
         self._rng = torch.Generator().manual_seed(int(self._seed or 0) + 7919 * self.worker_index)
-        self._done_returns: List[float] = []
-        self._done_lengths: List[int] = []
+        self._done_returns: list[float] = []
+        self._done_lengths: list[int] = []
 
     # -- RLlib's EnvRunner contract ---------------------------------------------------------
     @override(EnvRunner)
@@ -116,7 +116,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         return {INPUT_ENV_SPACES: spaces, INPUT_ENV_SINGLE_SPACES: spaces, DEFAULT_MODULE_ID: spaces}
 
     @override(EnvRunner)
-    def sample(self, *, num_episodes: int = 1, explore: bool = False, **kwargs) -> List[EpisodeRecord]:
+    def sample(self, *, num_episodes: int = 1, explore: bool = False, **kwargs) -> list[EpisodeRecord]:
         """Episodes of the unperturbed policy (used by ``rllib evaluate`` and evaluation)."""
         self.module.set_flat(self._theta)
         out = []
@@ -201,7 +201,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         eps = self._sampler(self._theta.size).perturbation(seed, n, index)
         return self._theta + np.float32(self.config.noise_stdev) * eps
 
-    def run_jobs(self, version: int, payload_ref: List[ray.ObjectRef], jobs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    def run_jobs(self, version: int, payload_ref: list[ray.ObjectRef], jobs: list[dict[str, Any]]) -> dict[str, Any]:
         """Evaluates perturbations of θ_version, one episode each (``episodes_per_job`` each).
 
         Args:
@@ -235,9 +235,18 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
                     self.make_env()  # a fresh env for the next episode (RLlib's recovery too)
                 steps += length
                 results.append(
-                    {"id": job["id"], "seed": job.get("seed"), "n": job.get("n"), "index": index,
-                     "return": ret, "length": length, "u": version, "failed": failed, "error": error,
-                     "duration_s": time.perf_counter() - t_episode}
+                    {
+                        "id": job["id"],
+                        "seed": job.get("seed"),
+                        "n": job.get("n"),
+                        "index": index,
+                        "return": ret,
+                        "length": length,
+                        "u": version,
+                        "failed": failed,
+                        "error": error,
+                        "duration_s": time.perf_counter() - t_episode,
+                    }
                 )
         return {
             "results": results,
@@ -247,7 +256,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             "steps": steps,
         }
 
-    def _run_episode(self, explore: bool = False, record_obs: bool = True, seed: Optional[int] = None):
+    def _run_episode(self, explore: bool = False, record_obs: bool = True, seed: int | None = None):
         """One full episode with the module's current weights: (return, length).
 
         ``seed`` (``common_random_numbers``) resets the env and the action generator with it;

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Dict, Optional
-
 import numpy as np
 import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
@@ -37,7 +35,7 @@ class BlackBoxLearner(TorchLearner):
     def get_flat(self) -> np.ndarray:
         return self._module[DEFAULT_MODULE_ID].get_flat()
 
-    def apply_gradient_estimate(self, g_hat: np.ndarray, reward: Optional[float] = None) -> Dict[str, float]:
+    def apply_gradient_estimate(self, g_hat: np.ndarray, reward: float | None = None) -> dict[str, float]:
         """One optimizer step along the ascent estimate ``g_hat`` (flat, θ's layout).
 
         Returns:
@@ -52,7 +50,9 @@ class BlackBoxLearner(TorchLearner):
         theta = torch.nn.utils.parameters_to_vector(params).detach().clone()
         g = torch.as_tensor(np.asarray(g_hat, dtype=np.float32))
         if not torch.isfinite(g).all():
-            raise FloatingPointError(f"{algo_name(self.config)}: gradient estimate contains NaN/inf; refusing to update θ")
+            raise FloatingPointError(
+                f"{algo_name(self.config)}: gradient estimate contains NaN/inf; refusing to update θ"
+            )
         l2 = float(self.config.l2_coeff)
         ascent = g - l2 * theta if l2 else g
         offset = 0

@@ -16,7 +16,7 @@ that unfinished episodes do not accumulate over a long run.
 from __future__ import annotations
 
 import logging
-from typing import Dict, Iterable, List
+from collections.abc import Iterable
 
 import numpy as np
 from ray.rllib.core.columns import Columns
@@ -38,7 +38,7 @@ class EpisodeAssembler:
         if max_idle_calls < 1:
             raise ValueError(f"max_idle_calls must be >= 1, got {max_idle_calls}")
         self.max_idle_calls = int(max_idle_calls)
-        self._pending: Dict[str, Dict[str, list]] = {}
+        self._pending: dict[str, dict[str, list]] = {}
         self._calls = 0
         self.num_dropped_episodes = 0
         self.num_dropped_steps = 0
@@ -48,7 +48,7 @@ class EpisodeAssembler:
         """Steps of episodes not done yet."""
         return sum(sum(len(a) for a in p["actions"]) for p in self._pending.values())
 
-    def add(self, chunks: Iterable) -> List[Dict[str, np.ndarray]]:
+    def add(self, chunks: Iterable) -> list[dict[str, np.ndarray]]:
         """Adds chunks (``SingleAgentEpisode``); returns the episodes they complete."""
         self._calls += 1
         done = []
@@ -78,11 +78,14 @@ class EpisodeAssembler:
             self.num_dropped_steps += steps
             logger.warning(
                 "rllib_ext: episode %s (%d steps) got no chunk for %d sampling calls (its env runner "
-                "was lost?); dropped unfinished (%d so far)", episode_id, steps, self.max_idle_calls,
+                "was lost?); dropped unfinished (%d so far)",
+                episode_id,
+                steps,
+                self.max_idle_calls,
                 self.num_dropped_episodes,
             )
 
-    def _finish(self, episode_id: str, terminated: bool) -> Dict[str, np.ndarray]:
+    def _finish(self, episode_id: str, terminated: bool) -> dict[str, np.ndarray]:
         p = self._pending.pop(episode_id)
         return {
             "obs": np.concatenate(p["obs"] + [p["last_obs"][None]]),

@@ -32,7 +32,7 @@ runs in a learner or as a Ray actor (``ray.remote(num_cpus=0)(ReplayMemory)``).
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Dict, Optional
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +67,7 @@ class ReplayMemory:
         per_alpha: float = 0.7,
         per_beta: float = 0.5,
         per_resort_interval: int = 1000,
-        seed: Optional[int] = None,
+        seed: int | None = None,
     ):
         if mode not in REPLAY_MODES:
             raise ValueError(f"Unknown replay mode {mode!r}; valid are {', '.join(REPLAY_MODES)}")
@@ -81,7 +81,7 @@ class ReplayMemory:
         self.per_resort_interval = int(per_resort_interval)
         self.rng = np.random.default_rng(seed)
         self.reward_scale = 1.0  # 1/(σ_r + ε), Eq. (16); 1 until the first refresh
-        self._cols: Dict[str, np.ndarray] = {}
+        self._cols: dict[str, np.ndarray] = {}
         self._alloc = 0
         self._base = 0  # logical index of physical row 0
         self.head = 0  # first live logical index
@@ -92,8 +92,8 @@ class ReplayMemory:
         self._next_serial = 0
         self.num_added_episodes = 0
         self.num_evicted_episodes = 0
-        self._per_cdf: Optional[np.ndarray] = None
-        self._per_order: Optional[np.ndarray] = None
+        self._per_cdf: np.ndarray | None = None
+        self._per_order: np.ndarray | None = None
         self._writes_since_sort = 0
 
     # ------------------------------------------------------------------ sizes and storage
@@ -112,7 +112,7 @@ class ReplayMemory:
     def _col(self, name: str) -> np.ndarray:
         return self._cols[name][self.head - self._base : self.tail - self._base]
 
-    def _ensure_room(self, n: int, shapes: Dict[str, tuple]) -> None:
+    def _ensure_room(self, n: int, shapes: dict[str, tuple]) -> None:
         if not self._cols:
             self._alloc = max(2 * self.capacity, 2 * n, 16)
             for name, (shape, dtype) in shapes.items():
@@ -139,8 +139,8 @@ class ReplayMemory:
         mu: np.ndarray,
         terminated: bool,
         *,
-        values: Optional[np.ndarray] = None,
-        rho: Optional[np.ndarray] = None,
+        values: np.ndarray | None = None,
+        rho: np.ndarray | None = None,
         v_boot: float = 0.0,
     ) -> int:
         """Stores one whole episode (Algorithm 2) and evicts the oldest ones beyond N (FIFO).
@@ -259,7 +259,7 @@ class ReplayMemory:
             self._recompute_targets(np.array([e[1] for e in self._episodes]), full=True)
 
     # ------------------------------------------------------------------ sampling
-    def sample(self, batch_size: int) -> Dict[str, np.ndarray]:
+    def sample(self, batch_size: int) -> dict[str, np.ndarray]:
         """Samples B time steps (uniform, or rank-based for ``per``).
 
         Returns:
@@ -287,7 +287,7 @@ class ReplayMemory:
             weights = np.ones(B)
         return self.gather(idx, weights=weights)
 
-    def gather(self, idx: np.ndarray, *, weights: Optional[np.ndarray] = None) -> Dict[str, np.ndarray]:
+    def gather(self, idx: np.ndarray, *, weights: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """The rows of :meth:`sample` for the given logical step indices."""
         idx = np.asarray(idx, dtype=np.int64)
         if np.any((idx < self.head) | (idx >= self.tail)):
@@ -334,10 +334,10 @@ class ReplayMemory:
         self,
         idx: np.ndarray,
         *,
-        rho: Optional[np.ndarray] = None,
-        values: Optional[np.ndarray] = None,
-        td_error: Optional[np.ndarray] = None,
-        v_boot: Optional[np.ndarray] = None,
+        rho: np.ndarray | None = None,
+        values: np.ndarray | None = None,
+        td_error: np.ndarray | None = None,
+        v_boot: np.ndarray | None = None,
         update_targets: bool = True,
     ) -> None:
         """Stores the minibatch's new ρ_t and V(s_t) and corrects V̂^tbc (Algorithm 3).
@@ -400,7 +400,7 @@ class ReplayMemory:
         self.recompute_all_targets()
         return self.reward_scale
 
-    def stats(self) -> Dict[str, Any]:
+    def stats(self) -> dict[str, Any]:
         """Size and counters, for metrics."""
         return {
             "replay_size": len(self),

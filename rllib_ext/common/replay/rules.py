@@ -21,7 +21,7 @@ The torch parts (:func:`diag_gaussian_log_rho`, :func:`diag_gaussian_kl`,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: mode -> (uses Rule 1, uses Rule 2).
-REPLAY_MODES: Dict[str, tuple] = {
+REPLAY_MODES: dict[str, tuple] = {
     "refer": (True, True),
     "refer1": (True, False),
     "refer2": (False, True),
@@ -224,11 +224,11 @@ class ReFER:
             self.beta = beta_update(self.beta, far_fraction, self.D, rate)
         return self.beta
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         """β and t (the only quantities that evolve)."""
         return {"beta": float(self.beta), "t": int(self.t)}
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         """Restores :meth:`get_state`'s output."""
         self.beta = float(state["beta"])
         self.t = int(state["t"])

@@ -13,7 +13,7 @@ workers ``add`` to it, the critic worker ``sample``\\ s from it, from any proces
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 import numpy as np
 import ray
@@ -37,7 +37,7 @@ class TransitionBuffer:
         num_added: Transitions added over the buffer's lifetime (including overwritten ones).
     """
 
-    def __init__(self, capacity: int, obs_dim: int, act_dim: int, seed: Optional[int] = None):
+    def __init__(self, capacity: int, obs_dim: int, act_dim: int, seed: int | None = None):
         for name, value, low in (("capacity", capacity, 1), ("obs_dim", obs_dim, 1), ("act_dim", act_dim, 1)):
             if not _is_int(value) or value < low:
                 raise ValueError(f"TransitionBuffer: `{name}` must be an integer >= {low}, got {value!r}")
@@ -91,7 +91,7 @@ class TransitionBuffer:
         self._size = min(self._size + n, self.capacity)
         return self._size
 
-    def sample(self, batch_size: int, num_batches: int = 1) -> Dict[str, np.ndarray]:
+    def sample(self, batch_size: int, num_batches: int = 1) -> dict[str, np.ndarray]:
         """Uniform samples with replacement.
 
         Args:
@@ -121,7 +121,7 @@ class TransitionBuffer:
     def __len__(self) -> int:
         return self._size
 
-    def get_state(self) -> Dict[str, Any]:
+    def get_state(self) -> dict[str, Any]:
         """Contents (the stored rows, oldest first), counters and the sampler's RNG state."""
         order = (self._pos - self._size + np.arange(self._size)) % self.capacity
         return {
@@ -133,7 +133,7 @@ class TransitionBuffer:
             "rng": self._rng.bit_generator.state,
         }
 
-    def set_state(self, state: Dict[str, Any]) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         """Restores :meth:`get_state`'s output; a smaller capacity keeps the newest rows."""
         if int(state["obs_dim"]) != self.obs_dim or int(state["act_dim"]) != self.act_dim:
             raise ValueError(
@@ -157,7 +157,7 @@ def _is_int(x) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def _rows(x, n: int, dim: Optional[int], name: str) -> np.ndarray:
+def _rows(x, n: int, dim: int | None, name: str) -> np.ndarray:
     """``x`` as float32 [n, dim] ([n] for dim None); ValueError naming ``name`` otherwise."""
     a = np.asarray(x, np.float32)
     shape = (n,) if dim is None else (n, dim)

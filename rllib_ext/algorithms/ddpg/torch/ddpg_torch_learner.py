@@ -15,7 +15,7 @@ annealed with Eq. (13). The target networks move by τ after each step.
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import torch
 from ray.rllib.core.columns import Columns
@@ -37,7 +37,9 @@ class DDPGTorchLearner(ReFERTorchLearner):
         self._register(module_id, "critic", self.get_parameters(module.critic), config.critic_lr, config)
 
     @override(ReFERTorchLearner)
-    def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]) -> torch.Tensor:
+    def compute_loss_for_module(
+        self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
         """Critic loss (Eq. 2) + ReF-ER DPG loss (Eq. 3, 10, 11), Rule 1 on both."""
         module = self.module[module_id].unwrapped()
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS]
@@ -61,6 +63,11 @@ class DDPGTorchLearner(ReFERTorchLearner):
 
         self._stash = {"rho": rho.detach().cpu().numpy(), "td": (q_hat - q).detach().cpu().numpy()}
         self.log_batch_metrics(
-            module_id, kl=kl.detach(), near=near, rho=rho.detach(), critic_loss=critic_i.detach().mean(), actor_loss=dpg_i.detach().mean()
+            module_id,
+            kl=kl.detach(),
+            near=near,
+            rho=rho.detach(),
+            critic_loss=critic_i.detach().mean(),
+            actor_loss=dpg_i.detach().mean(),
         )
         return critic_loss + decay + actor_loss

@@ -18,10 +18,9 @@ Gradients are clipped by global norm (``grad_clip``) by RLlib's ``postprocess_gr
 from __future__ import annotations
 
 import math
-from typing import Any, Dict
+from typing import Any
 
 import torch
-
 from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
@@ -132,8 +131,8 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         *,
         module_id: ModuleID,
         config,
-        batch: Dict[str, Any],
-        fwd_out: Dict[str, TensorType],
+        batch: dict[str, Any],
+        fwd_out: dict[str, TensorType],
     ) -> TensorType:
         """The IMPACT objective of Algorithm 1 line 8 for one module (see module docstring)."""
         module = self.module[module_id].unwrapped()
@@ -193,12 +192,8 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
                 KL_COEFF_KEY: kl_coeff,
                 "advantages_mean": raw_advantages_mean,  # before any standardisation
                 # β·πworker > πtarget  <=>  πworker/πtarget > ρ: R3's denominator is clipped.
-                "frac_clipped_rho": masked_mean(
-                    (logp_worker - math.log(rho) > logp_target).float(), mask_tm, count
-                ),
-                "frac_clipped_eps": masked_mean(
-                    (torch.abs(ratio - 1.0) > config.clip_param).float(), mask_tm, count
-                ),
+                "frac_clipped_rho": masked_mean((logp_worker - math.log(rho) > logp_target).float(), mask_tm, count),
+                "frac_clipped_eps": masked_mean((torch.abs(ratio - 1.0) > config.clip_param).float(), mask_tm, count),
             }
             for name, kind in (("ratio_r1", "r1"), ("ratio_r2", "r2"), ("ratio_r3", "r3")):
                 lr_k = surrogate_log_ratio(

@@ -10,7 +10,7 @@ error are written back (rank-based PER uses it).
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import torch
 from ray.rllib.core.columns import Columns
@@ -25,7 +25,9 @@ class NAFTorchLearner(ReFERTorchLearner):
     """The NAF loss (one network, Q-learning target) under ReF-ER."""
 
     @override(ReFERTorchLearner)
-    def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]) -> torch.Tensor:
+    def compute_loss_for_module(
+        self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
         """β·mean[near·½(Q − q̂)²] + (1−β)·mean[D_KL(μ‖π)] (Eq. 2, 4, 10, 11)."""
         module = self.module[module_id].unwrapped()
         mean = fwd_out[NAF_MEAN]

@@ -4,7 +4,7 @@ stored behaviour, and the soft target-network update of DDPG and NAF (Algorithm 
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
     :meth:`configure_optimizers_for_module` and call :meth:`_register` for each.
     """
 
-    _base_lrs: Dict[str, float]
+    _base_lrs: dict[str, float]
 
     @override(TorchLearner)
     def build(self) -> None:
@@ -44,7 +44,9 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         super().build()
         # After the optimizers exist, so that target weights are not trained (App. C remark 2
         # on Algorithm 4: targets start identical to the trained weights).
-        self.module.foreach_module(lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None)
+        self.module.foreach_module(
+            lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None
+        )
 
     @override(TorchLearner)
     def after_gradient_based_update(self, *, timesteps) -> None:
@@ -56,7 +58,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
                 for main_net, target_net in module.get_target_network_pairs():
                     update_target_network(main_net=main_net, target_net=target_net, tau=self.config.tau)
 
-    def rho_kl(self, batch: Dict[str, Any], pi_mean: torch.Tensor, pi_std: torch.Tensor):
+    def rho_kl(self, batch: dict[str, Any], pi_mean: torch.Tensor, pi_std: torch.Tensor):
         """(ρ, D_KL(μ‖π), near) of the minibatch for π = N(pi_mean, pi_std²).
 
         μ_t is read from ``batch["mu"]`` (RLlib layout: mean, log σ); log ρ is capped at

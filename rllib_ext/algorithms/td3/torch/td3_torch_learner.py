@@ -17,7 +17,7 @@ iteration runs through the updater instead of RLlib's one-loss ``Learner.update`
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import torch
@@ -64,26 +64,30 @@ class TD3TorchLearner(TorchThreadsLearner, TD3Learner, TorchLearner):
             ("actor", updater.actor_optimizer, module.actor),
             ("critic", updater.critic_optimizer, module.critic),
         ):
-            self.register_optimizer(module_id=module_id, optimizer_name=name, optimizer=optimizer, params=list(net.parameters()))
+            self.register_optimizer(
+                module_id=module_id, optimizer_name=name, optimizer=optimizer, params=list(net.parameters())
+            )
 
     @override(TD3Learner)
-    def _td3_update(self, batch: Dict[str, np.ndarray]) -> Dict[str, float]:
+    def _td3_update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         (updater,) = self.updaters.values()
         stats = updater.update(batch)
         stats["q_mean"] = 0.5 * (stats.pop("q1_mean") + stats.pop("q2_mean"))
         return stats
 
     @override(TorchLearner)
-    def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]) -> torch.Tensor:
+    def compute_loss_for_module(
+        self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
         """Not used: a TD3 iteration is two backward passes (critic, then actor), see the module docstring."""
         raise NotImplementedError("TD3_EXT updates through TD3Learner.td3_train, not Learner.update")
 
     @override(TD3Learner)
-    def _extra_state(self) -> Dict[str, Any]:
+    def _extra_state(self) -> dict[str, Any]:
         state = {mid: u.get_state() for mid, u in self.updaters.items()}
         return {"updaters": {mid: {k: s[k] for k in _UPDATER_STATE_KEYS} for mid, s in state.items()}}
 
     @override(TD3Learner)
-    def _set_extra_state(self, state: Dict[str, Any]) -> None:
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
         for mid, s in state.get("updaters", {}).items():
             self.updaters[mid].set_state(s)

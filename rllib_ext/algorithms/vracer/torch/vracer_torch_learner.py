@@ -15,7 +15,7 @@ truncated episode V^w(s_T) is refreshed too (the paper computes it once, at stor
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,7 +31,9 @@ class VRACERTorchLearner(ReFERTorchLearner):
     """Algorithm 3 (the loss) and the V-RACER write-back."""
 
     @override(ReFERTorchLearner)
-    def compute_loss_for_module(self, *, module_id, config, batch: Dict[str, Any], fwd_out: Dict[str, Any]) -> torch.Tensor:
+    def compute_loss_for_module(
+        self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
         """β·mean[near·(off-PG + value loss)] + (1−β)·mean[D_KL] (Eq. 5, 9, 10, 11)."""
         pi_mean, pi_std = split_mu(fwd_out[Columns.ACTION_DIST_INPUTS])
         v = fwd_out[Columns.VF_PREDS]
@@ -41,11 +43,18 @@ class VRACERTorchLearner(ReFERTorchLearner):
         vf_loss = 0.5 * (v - batch["v_tbc"]) ** 2  # Eq. (9)
         refer = self.refer
         weights = batch["weights"] if config.replay_mode == "per" else None
-        loss = refer_loss(pg_loss + vf_loss, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
+        loss = refer_loss(
+            pg_loss + vf_loss, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights
+        )
 
         self._stash = {"rho": rho.detach().cpu().numpy(), "v": v.detach().cpu().numpy()}
         self.log_batch_metrics(
-            module_id, kl=kl.detach(), near=near, rho=rho.detach(), policy_loss=pg_loss.detach().mean(), vf_loss=vf_loss.detach().mean()
+            module_id,
+            kl=kl.detach(),
+            near=near,
+            rho=rho.detach(),
+            policy_loss=pg_loss.detach().mean(),
+            vf_loss=vf_loss.detach().mean(),
         )
         return loss
 
@@ -53,7 +62,7 @@ class VRACERTorchLearner(ReFERTorchLearner):
         return next(iter(self.module._rl_modules.values())).unwrapped()
 
     @override(ReFERLearner)
-    def _score_episode(self, episode: Dict[str, np.ndarray]) -> Dict[str, Any]:
+    def _score_episode(self, episode: dict[str, np.ndarray]) -> dict[str, Any]:
         """V(s_0..s_T) and ρ_t with the current network (Algorithm 2 stores V; ρ ≈ 1)."""
         with torch.no_grad():
             v, mean, std = self._rl_module().value_and_policy(torch.as_tensor(episode["obs"], device=self._device))
@@ -65,13 +74,15 @@ class VRACERTorchLearner(ReFERTorchLearner):
         return {"values": v[:T], "rho": np.exp(np.minimum(log_rho.cpu().numpy(), LOG_RHO_MAX)), "v_boot": float(v[T])}
 
     @override(ReFERLearner)
-    def _write_back(self, sample: Dict[str, np.ndarray]) -> None:
+    def _write_back(self, sample: dict[str, np.ndarray]) -> None:
         """Stores ρ_k, V(s_k); refreshes V(s_T) of truncated episodes; Eq. (8) (Algorithm 3)."""
         v_boot = None
         last = sample["truncated_last"]
         if last.any():
             with torch.no_grad():
-                v_last = self._rl_module().value_and_policy(torch.as_tensor(sample["next_obs"][last], device=self._device))[0]
+                v_last = self._rl_module().value_and_policy(
+                    torch.as_tensor(sample["next_obs"][last], device=self._device)
+                )[0]
             v_boot = np.full(len(last), np.nan)
             v_boot[last] = v_last.cpu().numpy()
         self.memory.write_back(
