@@ -1,0 +1,451 @@
+"""A race: several algorithms, the same env, the same shared settings, ≥ 5 seeds, evaluation returns.
+
+Usage::
+
+    .venv/bin/python -m benchmarks.harness.race --benchmark impact_vs_appo \\
+        --algos IMPACT_EXT APPO --env CartPole-v1 --seeds 0 1 2 3 4 \\
+        --budget-env-steps 40000 [--budget-s 90] --eval-every-env-steps 5000 --eval-episodes 5 \\
+        --common '{"model_config": {"fcnet_hiddens": [64, 64]}, "num_env_runners": 1, ...}' \\
+        --set IMPACT_EXT:circular_buffer_iterations_per_batch=8 ... [--target 450]
+
+Runs are interleaved (for each seed, every algorithm in turn), so a change in the machine's load
+hits every algorithm alike. Each run is built through the registry
+(:func:`rllib_ext.registry.resolve_algorithm_class`) from the algorithm's default config, the
+``--common`` values (applied to every algorithm) and the algorithm's own ``--set`` values, and
+trained with ``algo.train()`` until the env-step or wall-clock budget (whichever comes first).
+Every ``--eval-every-env-steps`` env steps (and before training, and at the end) the current
+policy plays ``--eval-episodes`` episodes with deterministic actions; the mean return is the
+curve's point. Wall time counts ``train()`` only (not building, not evaluating). Each finished run
+is appended as one row (:mod:`benchmarks.harness.rows`) to
+``benchmarks/results/<benchmark>/<race>.jsonl``; ``make bench-report`` draws the figures and
+the table.
+
+Like with like, checked before any run starts (one error naming the setting):
+
+- a ``--set`` may not override a ``--common`` key (declare a deliberate difference with
+  ``--variable KEY``);
+- the execution settings (:data:`EXECUTION_KEYS`: env runners, envs per runner, fragment length,
+  learners, CPUs per runner, iteration time), read back from each built config, must be equal
+  across the algorithms; put them in ``--common``;
+- with two or more algorithms the network must be set in ``--common`` (``model_config``, or
+  ``policy_hiddens`` for the black-box family);
+- ``--threads`` (default 1) sets torch's threads in the driver (the local learner and the
+  evaluation run there), ``OMP_NUM_THREADS`` of every worker, and ``torch_num_threads`` of the
+  algorithms that have it.
+
+Evaluation (one path per family, both on the driver, both deterministic):
+
+- Algorithms on RLlib's env runners (IMPACT_EXT, APPO, PPO, VRACER_EXT, DDPG_EXT, NAF_EXT,
+  TD3_EXT, ...): RLlib's evaluation env runner in the driver (``config.evaluation(
+  evaluation_num_env_runners=0, ...)``, with an ``evaluation_interval`` so large that ``train()``
+  never evaluates by itself). Before each evaluation the runner gets the learner's weights and the
+  connector states as ``Algorithm.evaluate()`` syncs them; it then plays the episodes with
+  ``sample(num_episodes=K, explore=False)``. (``Algorithm.evaluate()`` itself is not used: its
+  returns are smoothed over the last 100 evaluation episodes, which mixes evaluation points.)
+- The black-box family (ES_EXT, DFD_EXT, CVES_EXT, AESRL_EXT, CEMRL_EXT): the algorithm's local
+  lean env runner, which the driver keeps at the current θ_u (or μ) and observation filter
+  (``BlackBoxAlgorithm.publish``); ``sample(num_episodes=K, explore=False)`` plays θ_u without
+  perturbation. Their own ``eval_episodes`` (``blackbox/eval_return_mean``) costs runner time
+  inside the budget and is left as the algorithm sets it.
+
+Every evaluation of a run plays the same ``--eval-episodes`` start states: RLlib's runner re-seeds
+its env from the run's seed at each ``sample(num_episodes=...)``, and the black-box runner's env is
+re-seeded likewise. Differences between a run's evaluation points thus come from the policy, not
+from the draw of start states (common random numbers); seeds differ in their start states.
+
+Async algorithms' runners may finish the requests already in flight while the driver evaluates
+(at most ``max_requests_in_flight_per_env_runner`` fragments per runner).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from benchmarks._args import parse_set
+from benchmarks.harness.rows import Curve, Machine, RunRow, append_row
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS_DIR = os.path.join(os.path.dirname(HERE), "results")
+
+#: Execution settings every algorithm of a race must share (read back from the built config).
+EXECUTION_KEYS = (
+    "num_env_runners",
+    "num_envs_per_env_runner",
+    "rollout_fragment_length",
+    "num_learners",
+    "num_cpus_per_env_runner",
+    "min_time_s_per_iteration",
+)
+#: Keys that set the network; one of them must be in --common when two or more algorithms race.
+NETWORK_KEYS = ("model_config", "policy_hiddens")
+#: Added to the run's seed for the black-box family's evaluation episodes.
+EVAL_SEED_OFFSET = 10_000
+#: An evaluation interval (in iterations) that train() never reaches: evaluation is the race's.
+NEVER = 2**62
+
+
+class RaceError(Exception):
+    """Bad race input, found before any run starts."""
+
+
+@dataclasses.dataclass
+class Entry:
+    """One algorithm of the race: its class, validated config and what the race set.
+
+    Attributes:
+        name: Registered name.
+        algo_cls: The Algorithm class.
+        config: The validated config (the seed is set per run).
+        settings: What the race applied (shared, own, threads) plus the execution settings.
+        evaluate: ``f(algo, episodes) -> returns`` with deterministic actions.
+    """
+
+    name: str
+    algo_cls: type
+    config: Any
+    settings: dict[str, Any]
+    evaluate: Callable[[Any, int], list[float]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Evaluation.
+# ---------------------------------------------------------------------------------------------
+def evaluate_on_rllib_runner(algo, episodes: int) -> list[float]:
+    """Returns of ``episodes`` deterministic episodes on RLlib's local evaluation env runner."""
+    group = algo.eval_env_runner_group
+    group.sync_weights(from_worker_or_learner_group=algo.learner_group, inference_only=True)
+    if algo.evaluation_config.broadcast_env_runner_states and algo.env_runner is not None:
+        group.sync_env_runner_states(
+            config=algo.evaluation_config,
+            from_worker=algo.env_runner,
+            env_to_module=algo.env_to_module_connector,
+            module_to_env=algo.module_to_env_connector,
+        )
+    played = algo.eval_env_runner.sample(num_episodes=episodes, explore=False)
+    return [float(ep.get_return()) for ep in played]
+
+
+def evaluate_on_blackbox_runner(algo, episodes: int) -> list[float]:
+    """Returns of ``episodes`` episodes of the unperturbed θ_u on the algorithm's local runner.
+
+    The env is re-seeded from the run's seed first, as RLlib's runner re-seeds itself at every
+    ``sample(num_episodes=...)``: every evaluation of a run plays the same start states.
+    """
+    runner = algo.env_runner
+    runner.env.reset(seed=EVAL_SEED_OFFSET + int(algo.config.seed or 0))
+    played = runner.sample(num_episodes=episodes, explore=False)
+    return [float(ep.get_return()) for ep in played]
+
+
+def evaluator_for(name: str, algo_cls, config) -> Callable[[Any, int], list[float]]:
+    """The evaluation path of an algorithm, or a RaceError naming it."""
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from rllib_ext.common.blackbox import BlackBoxAlgorithm
+
+    if issubclass(algo_cls, BlackBoxAlgorithm):
+        return evaluate_on_blackbox_runner
+    runner_cls = config.env_runner_cls or SingleAgentEnvRunner
+    if config.is_multi_agent or not (isinstance(runner_cls, type) and issubclass(runner_cls, SingleAgentEnvRunner)):
+        raise RaceError(
+            f"{name}: the race cannot evaluate it (env runner {getattr(runner_cls, '__name__', runner_cls)}, "
+            f"multi-agent {config.is_multi_agent}); it evaluates single-agent RLlib env runners and the "
+            "black-box family"
+        )
+    config.evaluation(
+        evaluation_interval=NEVER,
+        evaluation_num_env_runners=0,
+        evaluation_duration_unit="episodes",
+        evaluation_config={"num_envs_per_env_runner": 1, "explore": False},
+    )
+    return evaluate_on_rllib_runner
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning: every check before Ray starts.
+# ---------------------------------------------------------------------------------------------
+def parse_own_settings(
+    parser: argparse.ArgumentParser, items: Sequence[str], algos: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """``ALGO:KEY=JSON`` items as ``{algo: {key: value}}``; a malformed item is a usage error."""
+    own: dict[str, dict[str, Any]] = {a: {} for a in algos}
+    for item in items:
+        algo, sep, rest = item.partition(":")
+        if not sep or algo not in own:
+            parser.error(f"--set takes ALGO:KEY=JSON with ALGO one of {list(algos)}, got {item!r}")
+        own[algo].update(parse_set(parser, [rest], flag=f"--set {algo}:"))
+    return own
+
+
+def plan(args, own: dict[str, dict[str, Any]]) -> list[Entry]:
+    """Builds and validates every algorithm's config; checks the race compares like with like.
+
+    Raises:
+        RaceError: Naming the algorithm or the setting at fault.
+    """
+    from rllib_ext import registry
+    from rllib_ext.cli import CLIError, build_config
+
+    variable = set(args.variable)
+    common = args.common
+    for name, values in own.items():
+        clash = sorted(set(values) & set(common) - variable)
+        if clash:
+            raise RaceError(
+                f"--set {name}:{clash[0]} overrides a --common setting; every algorithm gets the same "
+                f"value (declare a deliberate difference with --variable {clash[0]})"
+            )
+    if len(args.algos) > 1 and not (set(NETWORK_KEYS) & (set(common) | variable)):
+        raise RaceError(
+            "set the network in --common (model_config, or policy_hiddens for the black-box family) "
+            "so that every algorithm gets the same one"
+        )
+    entries = []
+    for name in args.algos:
+        algo_cls = registry.resolve_algorithm_class(name)
+        if algo_cls is None:
+            raise RaceError(f"unknown algorithm {name!r}; known: {', '.join(registry.all_names())}")
+        overrides = {**common, **own[name]}
+        if hasattr(algo_cls.get_default_config(), "torch_num_threads"):
+            overrides.setdefault("torch_num_threads", args.threads)
+        try:
+            config = build_config(algo_cls, args.env, overrides, seed=args.seeds[0])
+            evaluate = evaluator_for(name, algo_cls, config)
+            config.copy(copy_frozen=False).validate()
+        except (CLIError, ValueError, TypeError) as e:
+            raise RaceError(f"{name}: {e}") from None
+        execution = {key: _jsonable(getattr(config, key, None)) for key in EXECUTION_KEYS}
+        settings = {**overrides, "threads": args.threads, **execution}
+        entries.append(Entry(name, algo_cls, config, settings, evaluate))
+    for key in EXECUTION_KEYS:
+        if key in variable:
+            continue
+        values = {e.name: e.settings[key] for e in entries}
+        if len({json.dumps(v, sort_keys=True) for v in values.values()}) > 1:
+            shown = ", ".join(f"{n}={v!r}" for n, v in values.items())
+            raise RaceError(f"execution setting {key} differs between the algorithms ({shown}): set it in --common")
+    return entries
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def check_resources(entries: Sequence[Entry]) -> None:
+    """Raises RaceError when an algorithm asks for more CPUs than Ray has (it would wait forever)."""
+    import ray
+
+    have = ray.cluster_resources().get("CPU", 0)
+    for e in entries:
+        request = e.algo_cls.default_resource_request(e.config)
+        needed = request.required_resources.get("CPU", 0) if request is not None else 0
+        if needed > have:
+            raise RaceError(
+                f"{e.name} needs {needed:g} CPUs but Ray has {have:g}: lower num_env_runners or raise --num-cpus"
+            )
+
+
+# ---------------------------------------------------------------------------------------------
+# Running.
+# ---------------------------------------------------------------------------------------------
+def env_steps_of(result: dict[str, Any]) -> int:
+    """Env steps sampled for training so far, from a ``train()`` result."""
+    runners = result.get("env_runners", {})
+    for value in (result.get("num_env_steps_sampled_lifetime"), runners.get("num_env_steps_sampled_lifetime")):
+        if isinstance(value, (int, float)):
+            return int(value)
+    raise KeyError("num_env_steps_sampled_lifetime is not in the train() result")
+
+
+def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
+    """Trains one algorithm with one seed to the budget, evaluating on the way; returns its row."""
+    date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    config = entry.config.copy(copy_frozen=False)
+    config.debugging(seed=seed)
+    t0 = time.perf_counter()
+    algo = config.build_algo()
+    build_s = time.perf_counter() - t0
+    steps, wall, iterations = 0, 0.0, 0
+    env_steps, wall_s, returns, episode_returns, train_returns = [], [], [], [], []
+
+    def evaluate(train_return):
+        rets = entry.evaluate(algo, args.eval_episodes)
+        env_steps.append(steps)
+        wall_s.append(round(wall, 3))
+        returns.append(float(sum(rets) / len(rets)))
+        episode_returns.append(rets)
+        train_returns.append(train_return)
+        log(f"  {entry.name} seed {seed}: {steps:>8d} env steps {wall:7.1f} s  eval return {returns[-1]:8.2f}")
+
+    try:
+        evaluate(None)
+        next_eval = args.eval_every_env_steps
+        while True:
+            t = time.perf_counter()
+            result = algo.train()
+            wall += time.perf_counter() - t
+            iterations += 1
+            steps = env_steps_of(result)
+            done = (args.budget_env_steps is not None and steps >= args.budget_env_steps) or (
+                args.budget_s is not None and wall >= args.budget_s
+            )
+            if steps >= next_eval or done:
+                train_return = result.get("env_runners", {}).get("episode_return_mean")
+                evaluate(float(train_return) if isinstance(train_return, (int, float)) else None)
+                next_eval = (steps // args.eval_every_env_steps + 1) * args.eval_every_env_steps
+            if done:
+                break
+    finally:
+        algo.stop()
+    return RunRow(
+        benchmark=args.benchmark,
+        race=race,
+        algorithm=entry.name,
+        env=args.env,
+        seed=seed,
+        settings=entry.settings,
+        shared_keys=sorted((set(args.common) | set(EXECUTION_KEYS) | {"threads"}) - set(args.variable)),
+        variable=sorted(args.variable),
+        protocol={
+            "budget_env_steps": args.budget_env_steps,
+            "budget_s": args.budget_s,
+            "eval_every_env_steps": args.eval_every_env_steps,
+            "eval_episodes": args.eval_episodes,
+            "eval_actions": "deterministic",
+            "wall_s": "train() only",
+        },
+        machine=Machine.this(),
+        date=date,
+        curve=Curve(env_steps=env_steps, wall_s=wall_s, eval_return=returns),
+        target=args.target,
+        extra={
+            "eval_episode_returns": episode_returns,
+            "train_return_mean": train_returns,
+            "iterations": iterations,
+            "build_s": round(build_s, 2),
+            "command": args.command_line,
+        },
+    )
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.harness.race",
+        description="Race algorithms with identical shared settings; append one row per run.",
+    )
+    p.add_argument("--algos", nargs="+", required=True, help="registered names (rllib list), e.g. IMPACT_EXT APPO")
+    p.add_argument("--env", required=True, help="gymnasium env id")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--budget-env-steps", type=int, help="stop a run at this many env steps sampled")
+    p.add_argument("--budget-s", type=float, help="stop a run after this many seconds in train()")
+    p.add_argument("--eval-every-env-steps", type=int, required=True)
+    p.add_argument("--eval-episodes", type=int, default=5)
+    p.add_argument("--common", default="{}", help="JSON config applied to every algorithm (network, runners, sampler)")
+    p.add_argument("--set", action="append", default=[], metavar="ALGO:KEY=JSON", help="an algorithm's own setting")
+    p.add_argument(
+        "--variable", action="append", default=[], metavar="KEY", help="a setting the race varies on purpose"
+    )
+    p.add_argument("--target", type=float, help="return counted as solved (time and env steps to it are reported)")
+    p.add_argument("--benchmark", default="race", help="folder under benchmarks/results/")
+    p.add_argument("--race", help="race id and file name (default: the UTC date and time)")
+    p.add_argument("--results-dir", default=RESULTS_DIR)
+    p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all cores)")
+    p.add_argument("--threads", type=int, default=1, help="torch/OMP threads (driver, workers, torch_num_threads)")
+    p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
+    return p
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[str, Any]]]:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if args.budget_env_steps is None and args.budget_s is None:
+        parser.error("give --budget-env-steps and/or --budget-s")
+    for flag in ("budget_env_steps", "budget_s", "eval_every_env_steps", "eval_episodes", "threads"):
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            parser.error(f"--{flag.replace('_', '-')} must be > 0, got {value}")
+    if len(set(args.seeds)) != len(args.seeds) or len(set(args.algos)) != len(args.algos):
+        parser.error("--seeds and --algos must not repeat")
+    try:
+        args.common = json.loads(args.common)
+    except json.JSONDecodeError as e:
+        parser.error(f"--common is not JSON ({e.msg})")
+    if not isinstance(args.common, dict):
+        parser.error("--common must be a JSON object")
+    own = parse_own_settings(parser, args.set, args.algos)
+    args.command_line = "python -m benchmarks.harness.race " + " ".join(_quote(a) for a in argv)
+    return args, own
+
+
+def _quote(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 for bad input, found before any run)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, own = parse_args(argv)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+    import torch
+
+    torch.set_num_threads(args.threads)
+    logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
+    race = args.race or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    out = os.path.join(args.results_dir, args.benchmark, f"{race}.jsonl")
+    try:
+        if os.path.exists(out):
+            raise RaceError(f"{out} exists: give another --race")
+        entries = plan(args, own)
+    except RaceError as e:
+        print(f"race: error: {e}", file=sys.stderr)
+        return 2
+    for e in entries:
+        own_keys = sorted(set(e.settings) - set(args.common) - set(EXECUTION_KEYS) - {"threads"})
+        print(f"race: {e.name}: own settings {{{', '.join(f'{k}: {e.settings[k]!r}' for k in own_keys)}}}")
+    execution = {k: entries[0].settings[k] for k in EXECUTION_KEYS}
+    print(f"race: shared settings {json.dumps(args.common, sort_keys=True)}; execution {json.dumps(execution)}")
+    if args.dry_run:
+        return 0
+
+    import ray
+
+    import rllib_ext  # noqa: F401 - registers the names (and again after ray.init)
+
+    started = not ray.is_initialized()  # a running Ray (a test session's) is reused, and left running
+    if started:
+        ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+    try:
+        check_resources(entries)
+        print(f"race: {len(args.seeds)} seeds x {len(entries)} algorithms -> {out}", flush=True)
+        for seed in args.seeds:
+            for entry in entries:
+                row = run_one(entry, seed, args, race, log=lambda line: print(line, flush=True))
+                append_row(out, row)
+    except RaceError as e:
+        print(f"race: error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        if started:
+            ray.shutdown()
+    print(f"race: wrote {out}; make bench-report draws it")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

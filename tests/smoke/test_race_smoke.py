@@ -1,0 +1,26 @@
+"""benchmarks.harness.race end to end: one algorithm, a tiny budget, one row with an evaluation curve."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.harness import race
+from benchmarks.harness.rows import read_all
+
+
+def test_race_writes_one_row_per_run(ray_session, tmp_path):
+    common = {"policy_hiddens": [8], "num_env_runners": 1, "episodes_per_batch": 4}
+    argv = ["--algos", "ES_EXT", "--env", "CartPole-v1", "--seeds", "3", "--budget-env-steps", "300"]
+    argv += ["--eval-every-env-steps", "150", "--eval-episodes", "2", "--common", json.dumps(common)]
+    argv += ["--benchmark", "smoke", "--race", "r1", "--results-dir", str(tmp_path)]
+    assert race.main(argv) == 0
+    (row,) = read_all(str(tmp_path))
+    assert (row.benchmark, row.race, row.algorithm, row.seed) == ("smoke", "r1", "ES_EXT", 3)
+    assert row.curve.env_steps[0] == 0 and row.curve.env_steps[-1] >= 300
+    assert len(row.curve.eval_return) >= 2
+    assert all(len(r) == 2 for r in row.extra["eval_episode_returns"])
+    assert row.settings["policy_hiddens"] == [8] and row.settings["num_env_runners"] == 1
+    assert set(race.EXECUTION_KEYS) <= set(row.shared_keys)
+    assert row.protocol["eval_episodes"] == 2
+    # The same race id again is refused (rows are appended, never overwritten).
+    assert race.main(argv) == 2
