@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -32,6 +33,55 @@ def run_cli_subprocess(args, timeout=120):
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO
     )
+
+
+_BATCH = textwrap.dedent(
+    """
+    import contextlib, io, json, sys, traceback
+    import ray
+    from rllib_ext.cli import main
+    runs = []
+    for args in json.loads(sys.argv[1]):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(args)
+            except SystemExit as e:  # argparse
+                rc = e.code if isinstance(e.code, int) else 1
+            except BaseException:
+                traceback.print_exc()
+                rc = 1
+        stdout = out.getvalue() + f"RAY_STARTED={ray.is_initialized()}\\n"
+        runs.append({"rc": rc, "stdout": stdout, "stderr": err.getvalue()})
+    print("CLI_BATCH=" + json.dumps(runs))
+    """
+)
+
+
+def run_cli_batch(cases, timeout=300) -> list[subprocess.CompletedProcess]:
+    """Runs `rllib ARGS` for each ARGS in ``cases``, one after the other in one fresh interpreter.
+
+    The same checks as :func:`run_cli_subprocess` (exit status, stdout, stderr, whether Ray got
+    started) at the cost of one import of Ray and torch instead of one per case: for the bad-input
+    tests, which must fail before Ray starts. Each case's stdout and stderr are its own.
+    """
+    env = dict(os.environ, RAY_AIR_NEW_OUTPUT="0")
+    proc = subprocess.run(
+        [sys.executable, "-c", _BATCH, json.dumps([list(args) for args in cases])],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("CLI_BATCH=")]
+    assert proc.returncode == 0 and lines, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr
+    runs = json.loads(lines[-1][len("CLI_BATCH=") :])
+    return [
+        subprocess.CompletedProcess(args, r["rc"], r["stdout"], r["stderr"])
+        for args, r in zip(cases, runs, strict=True)
+    ]
 
 
 def assert_clean_error(proc, *fragments):

@@ -8,7 +8,7 @@ size settings its config has (networks, batches, replay warm-up, population size
 from __future__ import annotations
 
 import math
-from typing import Any, Dict
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,7 +21,7 @@ NAMES = sorted(registry.ALGORITHMS)
 EPISODE_LENGTHS = {"min_len": 5, "max_len": 15}
 
 # Size settings, applied when the algorithm's config has them (names used across rllib_ext).
-SMALL_SETTINGS: Dict[str, Any] = {
+SMALL_SETTINGS: dict[str, Any] = {
     # black-box family
     "episodes_per_batch": 4,
     "policy_hiddens": [16, 16],
@@ -44,7 +44,7 @@ SMALL_SETTINGS: Dict[str, Any] = {
 SMALL_MODEL = {"fcnet_hiddens": [16, 16]}
 # Settings an algorithm needs for an env it has no paper value for (AES-RL's Table 5: r, f_b);
 # returns on the variable-length env are 2.5-15.
-ENV_SETTINGS: Dict[str, Any] = {"fixed_range": 2.0, "fitness_baseline": 2.0}
+ENV_SETTINGS: dict[str, Any] = {"fixed_range": 2.0, "fitness_baseline": 2.0}
 
 
 def config_class(name):
@@ -68,7 +68,7 @@ def for_variable_length_env(name: str, continuous: bool):
     return config.environment(VAR_ENV, env_config={**EPISODE_LENGTHS, "continuous": continuous})
 
 
-def _validates(name: str, env_config: Dict[str, Any]) -> bool:
+def _validates(name: str, env_config: dict[str, Any]) -> bool:
     try:
         for_variable_length_env(name, env_config["continuous"]).validate()
         return True
@@ -96,7 +96,7 @@ def small_config(name: str, env: str = VAR_ENV, env_config=None, num_env_runners
     return config
 
 
-def learner_state(algo) -> Dict[str, Any]:
+def learner_state(algo) -> dict[str, Any]:
     """The learner group's state (weights, optimizer states, algorithm-specific learner state)."""
     return algo.learner_group.get_state()["learner"]
 
@@ -109,7 +109,7 @@ def assert_nested_equal(a, b, path="state"):
             assert_nested_equal(a[k], b[k], f"{path}[{k!r}]")
     elif isinstance(a, (list, tuple)):
         assert isinstance(b, (list, tuple)) and len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
             assert_nested_equal(x, y, f"{path}[{i}]")
     elif isinstance(a, (torch.Tensor, np.ndarray)) or isinstance(b, (torch.Tensor, np.ndarray)):
         x = a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)

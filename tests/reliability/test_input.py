@@ -140,7 +140,9 @@ def test_vracer_initial_sigma_must_be_positive():
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
 def test_action_spaces_supported_or_rejected_by_name(name):
-    supported = {kind for kind, ok in (("discrete", supports_discrete(name)), ("continuous", supports_continuous(name))) if ok}
+    supported = {
+        kind for kind, ok in (("discrete", supports_discrete(name)), ("continuous", supports_continuous(name))) if ok
+    }
     assert supported, f"{name} takes neither a Discrete nor a Box action space"
     if name in EXPECTED_ACTIONS:
         assert supported == EXPECTED_ACTIONS[name]

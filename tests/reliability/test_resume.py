@@ -59,7 +59,12 @@ def test_restore_continues_counters_with_equal_weights_and_optimizer_state(ray_s
         for _ in range(2):
             algo.train()
         path = algo.save_to_path(str(tmp_path / "ckpt"))
-        saved = {"learner": learner_state(algo), "own": own_state(algo), "steps": env_steps(algo), "iteration": algo.iteration}
+        saved = {
+            "learner": learner_state(algo),
+            "own": own_state(algo),
+            "steps": env_steps(algo),
+            "iteration": algo.iteration,
+        }
     finally:
         algo.stop()
     assert saved["iteration"] == 2 and saved["steps"] > 0
@@ -104,7 +109,10 @@ def third_iteration(algo):
     result = algo.train()
     assert result["training_iteration"] == 3
     blackbox = result["blackbox"]
-    return {"learner": learner_state(algo), "returns": (blackbox["perturbed_return_mean"], blackbox["eval_return_mean"])}
+    return {
+        "learner": learner_state(algo),
+        "returns": (blackbox["perturbed_return_mean"], blackbox["eval_return_mean"]),
+    }
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC)
@@ -157,7 +165,7 @@ def test_tune_run_resumes_from_its_last_checkpoint(ray_session, tmp_path, storag
         verbose=0,
     )
     config = small_config("DFD_EXT", num_env_runners=1)
-    with pytest.raises(Exception):
+    with pytest.raises(Exception, match="simulated driver crash"):  # however Tune wraps it
         tune.Tuner("DFD_EXT", param_space=config, run_config=run_config).fit()
     assert os.path.exists(marker)
 

@@ -29,7 +29,9 @@ def failed_episode_count(result) -> float:
     """Env-step failures (RLlib's SingleAgentEnvRunner) plus failed episodes (black-box runners)."""
     env_runners = result.get("env_runners", {}) or {}
     blackbox = result.get("blackbox", {}) or {}
-    return float(env_runners.get("num_env_step_failures", 0) or 0) + float(blackbox.get("episodes_failed_lifetime", 0) or 0)
+    return float(env_runners.get("num_env_step_failures", 0) or 0) + float(
+        blackbox.get("episodes_failed_lifetime", 0) or 0
+    )
 
 
 @pytest.fixture(scope="module", params=NAMES)

@@ -38,11 +38,24 @@ def ppo_run(ray_session, tmp_path_factory):
     storage = str(tmp_path_factory.mktemp("cli_runs"))
     rc = cli.main(
         [
-            "train", "--algo", "PPO", "--env", "CartPole-v1",
-            "--stop", '{"training_iteration": 2}',
-            "--config", json.dumps(PPO_SMALL),
-            "--num-env-runners", "1", "--seed", "1",
-            "--storage-path", storage, "--name", "ppo_cli", "--checkpoint-at-end",
+            "train",
+            "--algo",
+            "PPO",
+            "--env",
+            "CartPole-v1",
+            "--stop",
+            '{"training_iteration": 2}',
+            "--config",
+            json.dumps(PPO_SMALL),
+            "--num-env-runners",
+            "1",
+            "--seed",
+            "1",
+            "--storage-path",
+            storage,
+            "--name",
+            "ppo_cli",
+            "--checkpoint-at-end",
         ]
     )
     assert rc == 0
@@ -58,8 +71,17 @@ def test_readme_first_command_fits_2_cpus_and_prints_only_progress_lines(ray_ses
     """`rllib train --algo IMPACT_EXT --env CartPole-v1` on 2 CPUs: fitted, quiet, progress lines."""
     rc = cli.main(
         [
-            "train", "--algo", "IMPACT_EXT", "--env", "CartPole-v1",
-            "--stop", '{"training_iteration": 1}', "--storage-path", storage_path, "--name", "readme",
+            "train",
+            "--algo",
+            "IMPACT_EXT",
+            "--env",
+            "CartPole-v1",
+            "--stop",
+            '{"training_iteration": 1}',
+            "--storage-path",
+            storage_path,
+            "--name",
+            "readme",
         ]
     )
     captured = capsys.readouterr()
@@ -83,9 +105,21 @@ def test_train_writes_tensorboard_events_readable_by_tensorboard(ppo_run, capsys
 def test_train_prints_tensorboard_command_and_one_line_per_iteration(ray_session, storage_path, capsys):
     rc = cli.main(
         [
-            "train", "--algo", "PPO", "--env", "rllib_ext/VariableLength-v0",
-            "--stop", '{"training_iteration": 2}', "--config", json.dumps(PPO_SMALL),
-            "--num-env-runners", "0", "--storage-path", storage_path, "--name", "printed",
+            "train",
+            "--algo",
+            "PPO",
+            "--env",
+            "rllib_ext/VariableLength-v0",
+            "--stop",
+            '{"training_iteration": 2}',
+            "--config",
+            json.dumps(PPO_SMALL),
+            "--num-env-runners",
+            "0",
+            "--storage-path",
+            storage_path,
+            "--name",
+            "printed",
         ]
     )
     out = capsys.readouterr().out
@@ -132,8 +166,15 @@ def test_train_file_runs_a_tuned_example_with_command_line_overrides(ray_session
     path = os.path.join(REPO, "tuned_examples", "ppo", "cartpole-v1.yaml")
     rc = cli.main(
         [
-            "train", "file", path, "--stop", '{"training_iteration": 1}',
-            "--config", json.dumps(PPO_SMALL), "--storage-path", storage_path,
+            "train",
+            "file",
+            path,
+            "--stop",
+            '{"training_iteration": 1}',
+            "--config",
+            json.dumps(PPO_SMALL),
+            "--storage-path",
+            storage_path,
         ]
     )
     assert rc == 0
@@ -150,8 +191,14 @@ def test_tune_run_by_name_writes_readable_events(ray_session, storage_path):
     from ray.rllib.algorithms.ppo import PPOConfig
 
     config = PPOConfig().environment("CartPole-v1").env_runners(num_env_runners=0).training(**PPO_SMALL)
-    tune.run("PPO", config=config.to_dict(), stop={"training_iteration": 2}, storage_path=storage_path,
-             name="tune_run", verbose=0)
+    tune.run(
+        "PPO",
+        config=config.to_dict(),
+        stop={"training_iteration": 2},
+        storage_path=storage_path,
+        name="tune_run",
+        verbose=0,
+    )
     (trial,) = trial_dirs(os.path.join(storage_path, "tune_run"))
     assert read_tensorboard_scalars(trial)["ray/tune/iterations_since_restore"] == {1: 1.0, 2: 2.0}
 

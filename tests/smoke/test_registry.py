@@ -1,4 +1,5 @@
-"""The registry on Ray: names resolve through Tune, registration is idempotent and survives a restart, envs build on remote runners."""
+"""The registry on Ray: names resolve through Tune, registration is idempotent and survives a restart,
+envs build on remote runners."""
 
 from __future__ import annotations
 

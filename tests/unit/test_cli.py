@@ -5,58 +5,81 @@ from __future__ import annotations
 import pytest
 
 from rllib_ext import cli, registry
-from tests.helpers import REPO, assert_clean_error, run_cli_subprocess
+from tests.helpers import REPO, assert_clean_error, run_cli_batch
+
+UNKNOWN_ALGORITHM = ["train", "--algo", "NOPE_EXT", "--env", "CartPole-v1"]
+# PPO's own validate(): minibatch larger than the train batch.
+INVALID_HYPERPARAMETER = [
+    "train",
+    "--algo",
+    "PPO",
+    "--env",
+    "CartPole-v1",
+    "--config",
+    '{"train_batch_size": 64, "minibatch_size": 128}',
+]
+BAD_INPUTS = [
+    (["train", "--algo", "PPO", "--env", "NoSuchEnv-v9"], ["unknown environment 'NoSuchEnv-v9'"]),
+    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--config", "{lr: 1}"], ["--config is not valid JSON"]),
+    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop", "[1, 2"], ["--stop is not valid JSON"]),
+    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop", "[1, 2]"], ["--stop must be a JSON object"]),
+    (
+        ["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop", '{"timesteps_total": "1e5"}'],
+        ["--stop", "'num_env_steps_sampled_lifetime' must be a number", "'1e5'"],
+    ),
+    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--config", '{"lrr": 0.1}'], ["no config key 'lrr'", "'lr'"]),
+    (["evaluate", "/definitely/not/a/checkpoint"], ["checkpoint path does not exist"]),
+    (["plot", "/definitely/not/a/run"], ["run directory does not exist"]),
+]
+BAD_YAML = [
+    ("exp:\n  env: CartPole-v1\n  stop: {training_iteration: 1}\n", "has no 'run'"),
+    ("exp:\n  run: PPO\n  stop: {training_iteration: 1}\n", "has no 'env'"),
+    ("exp: [1, 2\n", "not valid YAML"),
+    ("- just\n- a list\n", "must map an experiment name"),
+    (
+        "exp:\n  run: PPO\n  env: CartPole-v1\n  stop: {training_iteration: true}\n",
+        "'training_iteration' must be a number",
+    ),
+    ("exp:\n  run: PPO\n  env: CartPole-v1\n  stop: 5\n", "'stop' must be a mapping"),
+]
 
 
-def test_unknown_algorithm_lists_known_names_exit_2_no_ray():
-    proc = run_cli_subprocess(["train", "--algo", "NOPE_EXT", "--env", "CartPole-v1"])
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory):
+    """Every bad command line of this module, run once in one fresh interpreter."""
+    folder = tmp_path_factory.mktemp("bad_yaml")
+    yaml_cases = []
+    for i, (content, _) in enumerate(BAD_YAML):
+        path = folder / f"bad{i}.yaml"
+        path.write_text(content)
+        yaml_cases.append(["train", "file", str(path)])
+    procs = run_cli_batch([UNKNOWN_ALGORITHM, INVALID_HYPERPARAMETER, *[args for args, _ in BAD_INPUTS], *yaml_cases])
+    n = len(BAD_INPUTS)
+    return {"unknown": procs[0], "invalid": procs[1], "inputs": procs[2 : 2 + n], "yaml": procs[2 + n :]}
+
+
+def test_unknown_algorithm_lists_known_names_exit_2_no_ray(bad_runs):
+    proc = bad_runs["unknown"]
     assert_clean_error(proc, "unknown algorithm 'NOPE_EXT'", "PPO", "APPO")
     for name in registry.ALGORITHMS:
         assert name in proc.stderr
     assert "RAY_STARTED=False" in proc.stdout
 
 
-BAD_INPUTS = [
-    (["train", "--algo", "PPO", "--env", "NoSuchEnv-v9"], ["unknown environment 'NoSuchEnv-v9'"]),
-    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--config", "{lr: 1}"], ["--config is not valid JSON"]),
-    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop", "[1, 2"], ["--stop is not valid JSON"]),
-    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop", "[1, 2]"], ["--stop must be a JSON object"]),
-    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--stop", '{"timesteps_total": "1e5"}'],
-     ["--stop", "'num_env_steps_sampled_lifetime' must be a number", "'1e5'"]),
-    (["train", "--algo", "PPO", "--env", "CartPole-v1", "--config", '{"lrr": 0.1}'], ["no config key 'lrr'", "'lr'"]),
-    (["evaluate", "/definitely/not/a/checkpoint"], ["checkpoint path does not exist"]),
-    (["plot", "/definitely/not/a/run"], ["run directory does not exist"]),
-]
-
-
-@pytest.mark.parametrize("args,fragments", BAD_INPUTS, ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(BAD_INPUTS)])
-def test_bad_input_is_one_clear_error(args, fragments):
-    assert_clean_error(run_cli_subprocess(args), *fragments)
-
-
 @pytest.mark.parametrize(
-    "content,fragment",
-    [
-        ("exp:\n  env: CartPole-v1\n  stop: {training_iteration: 1}\n", "has no 'run'"),
-        ("exp:\n  run: PPO\n  stop: {training_iteration: 1}\n", "has no 'env'"),
-        ("exp: [1, 2\n", "not valid YAML"),
-        ("- just\n- a list\n", "must map an experiment name"),
-        ("exp:\n  run: PPO\n  env: CartPole-v1\n  stop: {training_iteration: true}\n", "'training_iteration' must be a number"),
-        ("exp:\n  run: PPO\n  env: CartPole-v1\n  stop: 5\n", "'stop' must be a mapping"),
-    ],
+    "i", range(len(BAD_INPUTS)), ids=[" ".join(a[:2]) + f"-{i}" for i, (a, _) in enumerate(BAD_INPUTS)]
 )
-def test_bad_yaml_is_one_clear_error(tmp_path, content, fragment):
-    path = tmp_path / "bad.yaml"
-    path.write_text(content)
-    assert_clean_error(run_cli_subprocess(["train", "file", str(path)]), fragment)
+def test_bad_input_is_one_clear_error(bad_runs, i):
+    assert_clean_error(bad_runs["inputs"][i], *BAD_INPUTS[i][1])
 
 
-def test_invalid_hyperparameter_caught_by_validate_before_ray():
-    # PPO's own validate(): minibatch larger than the train batch.
-    proc = run_cli_subprocess(
-        ["train", "--algo", "PPO", "--env", "CartPole-v1", "--config", '{"train_batch_size": 64, "minibatch_size": 128}']
-    )
-    assert_clean_error(proc, "invalid config for PPO")
+@pytest.mark.parametrize("i", range(len(BAD_YAML)), ids=[fragment for _, fragment in BAD_YAML])
+def test_bad_yaml_is_one_clear_error(bad_runs, i):
+    assert_clean_error(bad_runs["yaml"][i], BAD_YAML[i][1])
+
+
+def test_invalid_hyperparameter_caught_by_validate_before_ray(bad_runs):
+    assert_clean_error(bad_runs["invalid"], "invalid config for PPO")
 
 
 def test_stop_aliases_map_to_rllib_260_keys():
@@ -77,7 +100,9 @@ def test_stop_criteria_thresholds_on_nested_results_like_tunes_dict_rule():
 
 
 def test_stop_criteria_missing_key_one_short_warning_after_warn_after(capsys):
-    stop = cli.StopCriteria({"env_runners/episode_retrun_mean": 450, "env_runners/episode_return_mean": 500}, warn_after=3)
+    stop = cli.StopCriteria(
+        {"env_runners/episode_retrun_mean": 450, "env_runners/episode_return_mean": 500}, warn_after=3
+    )
     first = {"training_iteration": 1, "num_env_steps_sampled_lifetime": 0, "config": {"lr": 1e-3}}
     no_episodes_yet = {"training_iteration": 5, "env_runners": {"num_episodes_lifetime": 0}}
     later = {"training_iteration": 3, "env_runners": {"episode_return_mean": 20.0, "num_episodes_lifetime": 4}}

@@ -14,8 +14,12 @@ def aesrl_config(**kw):
     settings = dict(TINY, critic_steps_per_call=50, fixed_range=200.0, fitness_baseline=200.0, mean_eval_episodes=1)
     settings.update(kw)
     return (
-        AESRLConfig().environment("Pendulum-v1").env_runners(num_env_runners=2)
-        .training(**settings).reporting(min_time_s_per_iteration=None).debugging(seed=0)
+        AESRLConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_env_runners=2)
+        .training(**settings)
+        .reporting(min_time_s_per_iteration=None)
+        .debugging(seed=0)
     )
 
 
@@ -29,7 +33,9 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     var = np.full_like(mu, 1e-2)
     replay = ReplayActor.remote(1000, 3, 1, 0)
     payload = ray.put({"mu": mu, "var": var, "replay": replay})
-    out = runner.run_jobs(1, [payload], [{"id": 0, "kind": "individual", "seed": 5}, {"id": 1, "kind": "mean", "episodes": 2}])
+    out = runner.run_jobs(
+        1, [payload], [{"id": 0, "kind": "individual", "seed": 5}, {"id": 1, "kind": "mean", "episodes": 2}]
+    )
     es, mean = out["results"]
     assert es["params"] is None and es["length"] == 200 and np.isfinite(es["return"])  # a seed in, a scalar out
     assert mean["kind"] == "mean" and len(mean["returns"]) == 2 and mean["length"] == 400
@@ -42,7 +48,11 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     from rllib_ext.common.td3 import TwinCritic
 
     critic = {k: v.numpy() for k, v in TwinCritic(3, 1, (24, 24)).state_dict().items()}
-    out = runner.run_jobs(1, [payload], [{"id": 2, "kind": "individual", "seed": 6, "rl_steps": 5, "critic_ref": [ray.put(critic)]}])
+    out = runner.run_jobs(
+        1, [payload], [{"id": 2, "kind": "individual", "seed": 6, "rl_steps": 5, "critic_ref": [ray.put(critic)]}]
+    )
     rl = out["results"][0]
-    assert rl["rl"] and rl["params"].shape == mu.shape and not np.allclose(rl["params"], gaussian_individual(mu, var, 6))
+    assert (
+        rl["rl"] and rl["params"].shape == mu.shape and not np.allclose(rl["params"], gaussian_individual(mu, var, 6))
+    )
     runner.stop()

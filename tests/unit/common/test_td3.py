@@ -93,8 +93,12 @@ def test_target_smoothing_against_hand_computation(out_bias):
 def test_clipped_double_q_takes_the_min():
     actor_target = _constant_actor([0.0, 0.0])
     batch = _batch()
-    _, stats_pos = td3_critic_loss(SumTwin(), SumTwin(offset=3.0), actor_target, batch, gamma=1.0, policy_noise=0.0, noise_clip=0.5)
-    _, stats_neg = td3_critic_loss(SumTwin(), SumTwin(offset=-3.0), actor_target, batch, gamma=1.0, policy_noise=0.0, noise_clip=0.5)
+    _, stats_pos = td3_critic_loss(
+        SumTwin(), SumTwin(offset=3.0), actor_target, batch, gamma=1.0, policy_noise=0.0, noise_clip=0.5
+    )
+    _, stats_neg = td3_critic_loss(
+        SumTwin(), SumTwin(offset=-3.0), actor_target, batch, gamma=1.0, policy_noise=0.0, noise_clip=0.5
+    )
     centre_sum = float(((HIGH + LOW) / 2).sum())
     r = float(batch["rewards"].mean())
     assert stats_pos["target_q_mean"] == pytest.approx(r + centre_sum, abs=1e-5)
@@ -110,10 +114,14 @@ def test_terminal_transitions_do_not_bootstrap():
     mixed = _batch()
     mixed["terminateds"][::2] = 1.0
     critic = TwinCritic(3, 2, hiddens=(8,))
-    loss, _ = td3_critic_loss(critic, SumTwin(), _constant_actor([0.0, 0.0]), mixed, gamma=0.5, policy_noise=0.0, noise_clip=0.5)
+    loss, _ = td3_critic_loss(
+        critic, SumTwin(), _constant_actor([0.0, 0.0]), mixed, gamma=0.5, policy_noise=0.0, noise_clip=0.5
+    )
     q1, q2 = critic(mixed["obs"], mixed["actions"])
     y = mixed["rewards"] + 0.5 * (1 - mixed["terminateds"]) * float(((HIGH + LOW) / 2).sum())
-    assert float(loss.detach()) == pytest.approx(float(((q1.detach() - y) ** 2).mean() + ((q2.detach() - y) ** 2).mean()), rel=1e-5)
+    assert float(loss.detach()) == pytest.approx(
+        float(((q1.detach() - y) ** 2).mean() + ((q2.detach() - y) ** 2).mean()), rel=1e-5
+    )
 
 
 def test_twin_critic_shapes_and_independence():
@@ -136,7 +144,7 @@ def test_soft_update_formula():
     source, target = nn.Linear(3, 2), nn.Linear(3, 2)
     before = [p.detach().clone() for p in target.parameters()]
     soft_update(target, source, 0.1)
-    for t, s, b in zip(target.parameters(), source.parameters(), before):
+    for t, s, b in zip(target.parameters(), source.parameters(), before, strict=False):
         torch.testing.assert_close(t, 0.1 * s + 0.9 * b)
 
 

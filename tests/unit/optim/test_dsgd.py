@@ -109,7 +109,9 @@ def test_dsgd_lr_is_eta0_under_a_schedule():
     set_random_grads(params, gen)
     before = flat_params(params)
     opt.step()
-    assert math.isclose(float((flat_params(params) - before).norm()), 0.5 * math.sqrt(num_scalars(params)), rel_tol=1e-9)
+    assert math.isclose(
+        float((flat_params(params) - before).norm()), 0.5 * math.sqrt(num_scalars(params)), rel_tol=1e-9
+    )
     assert opt.eta_u == pytest.approx(0.5)
 
 
@@ -138,7 +140,7 @@ def test_dsgd_state_dict_round_trip():
         for o, ps in ((opt, params), (restored, clones)):
             if reward is not None:
                 o.report_reward(reward)
-            for p, g in zip(ps, grads):
+            for p, g in zip(ps, grads, strict=False):
                 p.grad = g.clone()
             o.step()
         assert restored.eta_u == opt.eta_u

@@ -36,4 +36,6 @@ def test_msgd_follows_lr_overwritten_by_a_schedule():
     set_random_grads(params, torch.Generator().manual_seed(5))
     before = flat_params(params)
     opt.step()
-    assert math.isclose(float((flat_params(params) - before).norm()), 0.23 * 0.1 * math.sqrt(num_scalars(params)), rel_tol=1e-9)
+    assert math.isclose(
+        float((flat_params(params) - before).norm()), 0.23 * 0.1 * math.sqrt(num_scalars(params)), rel_tol=1e-9
+    )

@@ -17,7 +17,7 @@ def test_sgd_is_eq_2():
         set_random_grads(params, gen)
         expected = [p.detach() - 0.05 * p.grad for p in params]  # Eq. (2), minimizing sign
         opt.step()
-        for p, e in zip(params, expected):
+        for p, e in zip(params, expected, strict=False):
             assert torch.allclose(p.detach(), e, rtol=0, atol=1e-15)
 
 

@@ -21,8 +21,9 @@ def small_config(env=VAR_ENV, env_config=None, runners=1, **training):
 
 def test_learns_the_variable_length_task(ray_session):
     """Short CI learning test: random play gets ~50% of the optimal return (= episode length)."""
-    config = small_config(env_config={"min_len": 10, "max_len": 30}, episodes_per_batch=20,
-                          noise_stdev=0.1, lr=0.05, eval_episodes=4)
+    config = small_config(
+        env_config={"min_len": 10, "max_len": 30}, episodes_per_batch=20, noise_stdev=0.1, lr=0.05, eval_episodes=4
+    )
     algo = config.build_algo()
     try:
         best = 0.0

@@ -30,8 +30,12 @@ def test_wrong_action_space_is_a_clear_error(ray_session):
 
 
 def test_killed_runner_mid_batch_batch_completes_and_loss_is_counted(ray_session):
-    config = small_config(runners=2, episodes_per_batch=16, perturbations_per_call=1,
-                          env_config={"min_len": 20, "max_len": 20, "step_sleep_s": 0.002})
+    config = small_config(
+        runners=2,
+        episodes_per_batch=16,
+        perturbations_per_call=1,
+        env_config={"min_len": 20, "max_len": 20, "step_sleep_s": 0.002},
+    )
     algo = config.build_algo()
     try:
         algo.train()

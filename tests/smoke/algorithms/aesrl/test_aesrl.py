@@ -13,8 +13,12 @@ def aesrl_config(**kw):
     settings = dict(TINY, critic_steps_per_call=50, fixed_range=200.0, fitness_baseline=200.0, mean_eval_episodes=1)
     settings.update(kw)
     return (
-        AESRLConfig().environment("Pendulum-v1").env_runners(num_env_runners=2)
-        .training(**settings).reporting(min_time_s_per_iteration=None).debugging(seed=0)
+        AESRLConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_env_runners=2)
+        .training(**settings)
+        .reporting(min_time_s_per_iteration=None)
+        .debugging(seed=0)
     )
 
 
@@ -24,15 +28,29 @@ def train_until(algo, predicate, max_iters=40):
         result = algo.train()
         if predicate(result):
             return result
-    raise AssertionError(f"condition not reached in {max_iters} iterations; last blackbox metrics: {result['blackbox']}")
+    raise AssertionError(
+        f"condition not reached in {max_iters} iterations; last blackbox metrics: {result['blackbox']}"
+    )
 
 
 def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
     algo = aesrl_config(initial_steps=200).build_algo()
     try:
-        result = train_until(algo, lambda r: r["blackbox"].get("n_rl_lifetime", 0) >= 2 and r["blackbox"].get("critic_steps_lifetime", 0) > 0)
+        result = train_until(
+            algo,
+            lambda r: r["blackbox"].get("n_rl_lifetime", 0) >= 2 and r["blackbox"].get("critic_steps_lifetime", 0) > 0,
+        )
         bb = result["blackbox"]
-        for key in ("p_rl", "p_mean", "sigma_mean", "f_mu", "replay_size", "worker_utilization", "critic_updates_per_s", "n_es_lifetime"):
+        for key in (
+            "p_rl",
+            "p_mean",
+            "sigma_mean",
+            "f_mu",
+            "replay_size",
+            "worker_utilization",
+            "critic_updates_per_s",
+            "n_es_lifetime",
+        ):
             assert key in bb, key
         assert result["env_runners"]["num_env_steps_sampled_lifetime"] == algo.counters["individual_steps"]
         assert np.isfinite(algo.mu).all() and (algo.var >= algo.config.var_limit).all()
@@ -63,7 +81,9 @@ def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
         ray.kill(restored.replay)
         train_until(
             restored,
-            lambda r: r["blackbox"]["critic_worker_restarts_lifetime"] + r["blackbox"]["replay_actor_restarts_lifetime"] >= 1,
+            lambda r: (
+                r["blackbox"]["critic_worker_restarts_lifetime"] + r["blackbox"]["replay_actor_restarts_lifetime"] >= 1
+            ),
         )
         before = restored.update_index
         train_until(restored, lambda r: restored.update_index > before + 2)
@@ -74,8 +94,13 @@ def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
 
 def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session):
     """The other f(μ) estimate and rule pair end to end (every rule is unit-tested in test_aesrl_rules)."""
-    algo = aesrl_config(mean_rule="one_plus_one", variance_rule="success_rule", mean_fitness="interpolate",
-                        success_window=3, initial_steps=10_000).build_algo()
+    algo = aesrl_config(
+        mean_rule="one_plus_one",
+        variance_rule="success_rule",
+        mean_fitness="interpolate",
+        success_window=3,
+        initial_steps=10_000,
+    ).build_algo()
     try:
         result = train_until(algo, lambda r: algo.update_index >= 4)
         assert result["blackbox"]["mean_eval_env_steps_lifetime"] == 200  # f(μ_0) only: one episode
@@ -87,7 +112,9 @@ def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session)
 def test_aesrl_critic_floor_holds_individuals_until_the_critic_catches_up(ray_session):
     """critic_min_steps_per_env_step: no individual starts while the critic is below its floor."""
     floor, per_call = 1.0, 50
-    algo = aesrl_config(initial_steps=400, critic_min_steps_per_env_step=floor, critic_steps_per_call=per_call).build_algo()
+    algo = aesrl_config(
+        initial_steps=400, critic_min_steps_per_env_step=floor, critic_steps_per_call=per_call
+    ).build_algo()
     try:
         start = algo.config.effective_rl_start_steps
         result = train_until(algo, lambda r: algo.counters["individual_steps"] >= start + 1200)

@@ -13,9 +13,12 @@ TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, 
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
 def test_cemrl_generations(ray_session, tmp_path, mode):
     cfg = (
-        CEMRLConfig().environment("Pendulum-v1").env_runners(num_env_runners=2)
+        CEMRLConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_env_runners=2)
         .training(mode=mode, population_size=4, rl_population=2, **TINY)
-        .reporting(min_time_s_per_iteration=None).debugging(seed=0)
+        .reporting(min_time_s_per_iteration=None)
+        .debugging(seed=0)
     )
     algo = cfg.build_algo()
     try:

@@ -43,8 +43,18 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, v
             result = algo.train()
         learner = result["learners"]["default_policy"]
         for key in (
-            "ratio_r1_mean", "ratio_r1_max", "ratio_r2_mean", "ratio_r2_max", "ratio_r3_mean", "ratio_r3_max",
-            "frac_clipped_rho", "frac_clipped_eps", "mean_kl_loss", "curr_kl_coeff", "policy_loss", "vf_loss",
+            "ratio_r1_mean",
+            "ratio_r1_max",
+            "ratio_r2_mean",
+            "ratio_r2_max",
+            "ratio_r3_mean",
+            "ratio_r3_max",
+            "frac_clipped_rho",
+            "frac_clipped_eps",
+            "mean_kl_loss",
+            "curr_kl_coeff",
+            "policy_loss",
+            "vf_loss",
         ):
             assert key in learner, key
         shared = result["learners"]["__all_modules__"]
@@ -80,11 +90,22 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, v
 def test_rllib_cli_train_and_evaluate(ray_session, storage_path, capsys):
     rc = cli.main(
         [
-            "train", "--algo", "IMPACT_EXT", "--env", "CartPole-v1",
-            "--stop", '{"training_iteration": 2}',
-            "--config", '{"min_time_s_per_iteration": 1, "min_train_timesteps_per_iteration": 1000, "lr": 0.0005}',
-            "--num-env-runners", "1", "--checkpoint-at-end",
-            "--storage-path", storage_path, "--name", "impact_smoke",
+            "train",
+            "--algo",
+            "IMPACT_EXT",
+            "--env",
+            "CartPole-v1",
+            "--stop",
+            '{"training_iteration": 2}',
+            "--config",
+            '{"min_time_s_per_iteration": 1, "min_train_timesteps_per_iteration": 1000, "lr": 0.0005}',
+            "--num-env-runners",
+            "1",
+            "--checkpoint-at-end",
+            "--storage-path",
+            storage_path,
+            "--name",
+            "impact_smoke",
         ]
     )
     assert rc == 0

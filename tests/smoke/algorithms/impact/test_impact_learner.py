@@ -39,16 +39,14 @@ def _package(algo):
 def _target_equals_main(learner) -> bool:
     module = learner.module["default_policy"].unwrapped()
     return all(
-        all(torch.equal(a, b) for a, b in zip(main.parameters(), target.parameters()))
+        all(torch.equal(a, b) for a, b in zip(main.parameters(), target.parameters(), strict=False))
         for main, target in module.get_target_network_pairs()
     )
 
 
 @pytest.fixture
 def algo_n4(ray_session):
-    algo = _build(
-        circular_buffer_num_batches=2, circular_buffer_iterations_per_batch=3, target_network_update_freq=4
-    )
+    algo = _build(circular_buffer_num_batches=2, circular_buffer_iterations_per_batch=3, target_network_update_freq=4)
     yield algo
     algo.stop()
 
@@ -144,7 +142,7 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
                 v_next = v[1:] * np.r_[np.ones(L - 1), 0.0 if terminated else 1.0]
                 cuts = [t for t in range(1, L) if (offset + t) % T == 0]
                 row_cuts += len(cuts)
-                for a, b in zip([0, *cuts], [*cuts, L]):
+                for a, b in zip([0, *cuts], [*cuts, L], strict=False):
                     r, vn = rewards[a:b], v_next[a:b]
                     tail = gamma ** np.arange(b - a, 0, -1) * vn[-1]
                     expected_vs.append(_discounted(r, gamma) + tail)

@@ -1,4 +1,5 @@
-"""DDPG_EXT and NAF_EXT (paper 003, ReFERQAlgorithm) on Ray: 2 iterations, checkpoint round trip (networks, target networks, β, t), `rllib evaluate`."""
+"""DDPG_EXT and NAF_EXT (paper 003, ReFERQAlgorithm) on Ray: 2 iterations, checkpoint round trip
+(networks, target networks, β, t), `rllib evaluate`."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def test_train_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys,
         targets = [k for k in weights if k.startswith("target_")]
         assert targets
         # Soft updates moved the targets away from their initial copy but not onto the weights.
-        main = targets[0][len("target_"):]
+        main = targets[0][len("target_") :]
         assert not np.array_equal(np.asarray(weights[targets[0]]), np.asarray(weights[main]))
         path = algo.save_to_path(str(tmp_path / "ckpt"))
     finally:
@@ -47,7 +48,9 @@ def test_train_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys,
         state2 = learner2.get_state()
         assert state2["refer"] == {**state["refer"], "beta": 0.625}
         for key in weights:
-            np.testing.assert_array_equal(np.asarray(state2["rl_module"]["default_policy"][key]), np.asarray(weights[key]), err_msg=key)
+            np.testing.assert_array_equal(
+                np.asarray(state2["rl_module"]["default_policy"][key]), np.asarray(weights[key]), err_msg=key
+            )
         restored.train()
     finally:
         restored.stop()

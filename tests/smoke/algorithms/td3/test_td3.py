@@ -64,13 +64,17 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, c
         learner2 = restored.learner_group._learner
         state2 = learner2.get_state()
         for k, v in weights.items():
-            np.testing.assert_array_equal(np.asarray(state2["rl_module"]["default_policy"][k]), np.asarray(v), err_msg=k)
+            np.testing.assert_array_equal(
+                np.asarray(state2["rl_module"]["default_policy"][k]), np.asarray(v), err_msg=k
+            )
         assert set(state["optimizer"]) == {"default_policy_actor", "default_policy_critic"}
         for name, opt in state["optimizer"].items():
             moments = opt["state"]["state"][0]  # Adam's moments of the first layer's weight
             restored_moments = state2["optimizer"][name]["state"]["state"][0]
             for k in ("step", "exp_avg", "exp_avg_sq"):
-                np.testing.assert_array_equal(np.asarray(restored_moments[k]), np.asarray(moments[k]), err_msg=f"{name} {k}")
+                np.testing.assert_array_equal(
+                    np.asarray(restored_moments[k]), np.asarray(moments[k]), err_msg=f"{name} {k}"
+                )
         assert {k: v for k, v in state2["td3"].items() if k not in ("updaters", "replay")} == {
             k: v for k, v in state["td3"].items() if k not in ("updaters", "replay")
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
@@ -28,7 +29,14 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path):
         for _ in range(2):
             result = algo.train()
         shared = result["learners"]["__all_modules__"]
-        for key in ("refer_beta", "refer_c_max", "refer_lr", "far_policy_fraction", "replay_size", "num_gradient_steps_lifetime"):
+        for key in (
+            "refer_beta",
+            "refer_c_max",
+            "refer_lr",
+            "far_policy_fraction",
+            "replay_size",
+            "num_gradient_steps_lifetime",
+        ):
             assert key in shared, key
         module = result["learners"]["default_policy"]
         for key in ("mean_kl", "zeroed_grad_fraction", "mean_rho", "policy_loss", "vf_loss"):
@@ -78,10 +86,27 @@ def test_other_replay_modes_train(ray_session, mode):
 def test_rllib_cli_train_and_evaluate(ray_session, storage_path, capsys):
     rc = cli.main(
         [
-            "train", "--algo", "VRACER_EXT", "--env", "Pendulum-v1",
-            "--stop", '{"training_iteration": 2}',
-            "--config", '{"n_start": 200, "replay_capacity": 2000, "train_batch_size_per_learner": 32, "min_sample_timesteps_per_iteration": 200}',
-            "--checkpoint-at-end", "--storage-path", storage_path, "--name", "vracer_smoke",
+            "train",
+            "--algo",
+            "VRACER_EXT",
+            "--env",
+            "Pendulum-v1",
+            "--stop",
+            '{"training_iteration": 2}',
+            "--config",
+            json.dumps(
+                {
+                    "n_start": 200,
+                    "replay_capacity": 2000,
+                    "train_batch_size_per_learner": 32,
+                    "min_sample_timesteps_per_iteration": 200,
+                }
+            ),
+            "--checkpoint-at-end",
+            "--storage-path",
+            storage_path,
+            "--name",
+            "vracer_smoke",
         ]
     )
     assert rc == 0

@@ -126,8 +126,9 @@ def test_population_p_zero_leaves_mean_and_variance():
 
 
 def test_population_online_fixed_and_floor():
-    pop = AsyncPopulation(np.zeros(2), sigma_init=1.0, mean_rule="one_plus_one", variance_rule="online_fixed",
-                          online_n=2.0, var_limit=0.3)
+    pop = AsyncPopulation(
+        np.zeros(2), sigma_init=1.0, mean_rule="one_plus_one", variance_rule="online_fixed", online_n=2.0, var_limit=0.3
+    )
     pop.f_mu = 0.0
     z = np.array([0.5, 0.0], dtype=np.float32)
     assert pop.tell(z, 1.0) == 1.0
@@ -138,10 +139,17 @@ def test_population_online_fixed_and_floor():
 
 
 def test_success_rule_increases_then_decreases_sigma():
-    pop = AsyncPopulation(np.zeros(1), sigma_init=1.0, mean_rule="one_plus_one", variance_rule="success_rule",
-                          success_window=5, success_factor=0.5, var_limit=1e-9)
+    pop = AsyncPopulation(
+        np.zeros(1),
+        sigma_init=1.0,
+        mean_rule="one_plus_one",
+        variance_rule="success_rule",
+        success_window=5,
+        success_factor=0.5,
+        var_limit=1e-9,
+    )
     pop.f_mu = 0.0
-    for i in range(4):
+    for _ in range(4):
         pop.tell(np.zeros(1), 1.0)  # success (f_mu stays 0: the caller re-estimates it)
     assert pop.var == pytest.approx([1.0])  # window not full yet
     pop.tell(np.zeros(1), 1.0)
@@ -153,12 +161,19 @@ def test_success_rule_increases_then_decreases_sigma():
 
 def test_rank_rule_is_sep_cem_over_last_n_divided_by_n():
     n, d = 4, 3
-    pop = AsyncPopulation(np.zeros(d), sigma_init=1.0, mean_rule="rank", variance_rule="elite", rank_population=n,
-                          cem_damp_init=0.0, cem_damp_limit=0.0)
+    pop = AsyncPopulation(
+        np.zeros(d),
+        sigma_init=1.0,
+        mean_rule="rank",
+        variance_rule="elite",
+        rank_population=n,
+        cem_damp_init=0.0,
+        cem_damp_limit=0.0,
+    )
     rng = np.random.default_rng(1)
     zs = rng.standard_normal((n, d)).astype(np.float32)
     fs = [3.0, 1.0, 4.0, 2.0]
-    for z, f in zip(zs[:-1], fs[:-1]):
+    for z, f in zip(zs[:-1], fs[:-1], strict=False):
         assert pop.tell(z, f) == 0.0  # fewer than n stored: no update
     assert pop.mu == pytest.approx(np.zeros(d))
     assert pop.tell(zs[-1], fs[-1]) == pytest.approx(1 / n)

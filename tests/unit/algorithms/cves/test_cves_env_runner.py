@@ -40,8 +40,13 @@ def test_policy_gradient_of_clipped_actions_is_unbiased():
     m, s = dist.loc[0, 0], dist.scale[0, 0]
     std_normal = torch.distributions.Normal(0.0, 1.0)
     a, b = (-1 - m) / s, (1 - m) / s
-    mean_clipped = m * (std_normal.cdf(b) - std_normal.cdf(a)) + s * (
-        std_normal.log_prob(a).exp() - std_normal.log_prob(b).exp()) - std_normal.cdf(a) + 1 - std_normal.cdf(b)
+    mean_clipped = (
+        m * (std_normal.cdf(b) - std_normal.cdf(a))
+        + s * (std_normal.log_prob(a).exp() - std_normal.log_prob(b).exp())
+        - std_normal.cdf(a)
+        + 1
+        - std_normal.cdf(b)
+    )
     exact = torch.cat([g.reshape(-1) for g in torch.autograd.grad(mean_clipped, list(policy.parameters()))]).numpy()
 
     generator = torch.Generator().manual_seed(1)
@@ -52,8 +57,12 @@ def test_policy_gradient_of_clipped_actions_is_unbiased():
     g = policy_gradients(policy, np.repeat(obs, samples, 0), actions, rewards[None, :])[0] / samples
     assert np.linalg.norm(g - exact) < 0.1 * np.linalg.norm(exact)
     # The unclipped Gaussian's density at the clipped action (the common shortcut) is biased here.
-    naive_logp = policy.distribution(torch.as_tensor(np.repeat(obs, samples, 0))).log_prob(torch.as_tensor(actions)).sum(-1)
-    naive = torch.autograd.grad((torch.as_tensor(rewards) * naive_logp.double()).sum() / samples, list(policy.parameters()))
+    naive_logp = (
+        policy.distribution(torch.as_tensor(np.repeat(obs, samples, 0))).log_prob(torch.as_tensor(actions)).sum(-1)
+    )
+    naive = torch.autograd.grad(
+        (torch.as_tensor(rewards) * naive_logp.double()).sum() / samples, list(policy.parameters())
+    )
     naive = torch.cat([n.reshape(-1) for n in naive]).numpy()
     assert np.linalg.norm(naive - exact) > 2 * np.linalg.norm(g - exact)
 
@@ -81,8 +90,10 @@ def test_runner_returns_j_gamma_and_one_pg_vector_per_gamma():
     last = out["results"][-1]
     rewards = np.array(runner.env.rewards)  # the recorder holds the last episode
     assert last["return"] == pytest.approx(rewards.sum())
-    np.testing.assert_allclose(last["return_gamma"], [(0.99 ** np.arange(len(rewards)) * rewards).sum(),
-                                                      (0.5 ** np.arange(len(rewards)) * rewards).sum()])
+    np.testing.assert_allclose(
+        last["return_gamma"],
+        [(0.99 ** np.arange(len(rewards)) * rewards).sum(), (0.5 ** np.arange(len(rewards)) * rewards).sum()],
+    )
     assert last["g_pg"].shape == (2, theta.size) and last["g_pg"].dtype == np.float32
     assert np.any(last["g_pg"] != 0)
     # Control variate off: plain black-box results, and `sample` (rllib evaluate) never computes PGs.

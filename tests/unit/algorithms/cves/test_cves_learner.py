@@ -77,7 +77,7 @@ def test_eta_update_moves_to_minus_cov_over_var():
     eta = np.zeros(d)
     ys = rng.normal(size=(steps, d))  # E[Y] = 0, like a control variate
     xs = 1.0 + slope * ys + rng.normal(size=(steps, d))
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=False):
         eta = cv.update_eta(eta, x, y, lr=1e-3)
     target = -np.array([np.cov(xs[:, p], ys[:, p])[0, 1] / ys[:, p].var() for p in range(d)])
     np.testing.assert_allclose(eta, target, atol=0.1)

@@ -44,4 +44,4 @@ def test_cv_with_optimal_eta_is_within_theorem_1(vanilla_draws):
     th = one_step_mdp.theory(D, N, RHO)
     assert ratio <= th["ratio_cv_bound"]
     assert ratio == pytest.approx(th["ratio_cv_exact"], rel=0.1)
-    np.testing.assert_allclose(eta.mean(), -RHO**2 / (1 + RHO**2), atol=0.05)  # −cov/V for this MDP
+    np.testing.assert_allclose(eta.mean(), -(RHO**2) / (1 + RHO**2), atol=0.05)  # −cov/V for this MDP

@@ -14,7 +14,9 @@ def test_ddpg_policy_is_tanh_bounded_and_ou_only_without_refer():
     assert DDPGConfig().training(replay_mode="er").model_config["ou_noise"] is True
     assert DDPGConfig().model_config["ou_noise"] is False
     m = DDPGTorchRLModule(
-        observation_space=gym.spaces.Box(-1, 1, (3,)), action_space=gym.spaces.Box(-1, 1, (2,)), model_config={"ou_noise": True}
+        observation_space=gym.spaces.Box(-1, 1, (3,)),
+        action_space=gym.spaces.Box(-1, 1, (2,)),
+        model_config={"ou_noise": True},
     )
     with torch.no_grad():
         for p in m.actor[-1].parameters():

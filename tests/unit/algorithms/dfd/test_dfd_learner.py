@@ -50,7 +50,9 @@ def test_lambda_includes_the_parameter_change_for_delayed_returns_eq17():
 
 def test_a_batch_without_current_returns_centres_on_the_batch_mean():
     thetas = [np.zeros(2), np.ones(2)]
-    g, info = dfd_gradient(np.array([3.0, 5.0]), np.eye(2) * 0.1, np.array([1, 1]), history_of(thetas), 1, np.array([0, 0]))
+    g, info = dfd_gradient(
+        np.array([3.0, 5.0]), np.eye(2) * 0.1, np.array([1, 1]), history_of(thetas), 1, np.array([0, 0])
+    )
     assert info["r_theta_u"] == 0.0 and info["current_fraction"] == 0.0
     assert np.all(np.isfinite(g))
 

@@ -1,4 +1,5 @@
-"""IMPACT's losses and targets (paper 004) against closed forms: r1/r2/r3 ratios, the clipped surrogate, V-trace GAE, the KL coefficient."""
+"""IMPACT's losses and targets (paper 004) against closed forms: r1/r2/r3 ratios, the clipped surrogate,
+V-trace GAE, the KL coefficient."""
 
 from __future__ import annotations
 
@@ -47,9 +48,7 @@ def test_r3_reduces_to_r1_when_target_dominates_and_r2_form_otherwise():
     # πtarget < β πworker everywhere: R3 = ρ·πθ/πworker = ρ·R2 (the worker-clipped branch).
     p_target = p_worker / rho * 0.5
     args["logp_target"] = p_target.log()
-    torch.testing.assert_close(
-        surrogate_log_ratio("r3", **args), surrogate_log_ratio("r2", **args) + math.log(rho)
-    )
+    torch.testing.assert_close(surrogate_log_ratio("r3", **args), surrogate_log_ratio("r2", **args) + math.log(rho))
 
 
 def test_r3_reduces_to_r2_when_target_equals_worker_and_rho_is_one():

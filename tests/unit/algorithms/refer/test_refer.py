@@ -10,7 +10,8 @@ from rllib_ext.algorithms.naf.naf import NAFConfig
 
 @pytest.mark.parametrize("config_cls", [DDPGConfig, NAFConfig])
 @pytest.mark.parametrize(
-    "setting,value", [("tau", 0.0), ("exploration_sigma", 0.0), ("refer_C", 0.0), ("refer_D", 1.5), ("replay_mode", "x")]
+    "setting,value",
+    [("tau", 0.0), ("exploration_sigma", 0.0), ("refer_C", 0.0), ("refer_D", 1.5), ("replay_mode", "x")],
 )
 def test_validate(config_cls, setting, value):
     with pytest.raises(ValueError, match=setting):

@@ -33,9 +33,22 @@ def test_run_jobs_returns_compact_results_and_adopts_a_new_version():
     theta = runner.module.get_flat()
     payload = ray.put((theta * 0.5, None)) if ray.is_initialized() else None
     runner.publish(4, (theta * 0.5, None))
-    out = runner.run_jobs(4, [payload], [{"id": 0, "seed": 5, "n": 2, "index": 0}, {"id": 1, "seed": 5, "n": 2, "index": 1}])
+    out = runner.run_jobs(
+        4, [payload], [{"id": 0, "seed": 5, "n": 2, "index": 0}, {"id": 1, "seed": 5, "n": 2, "index": 1}]
+    )
     assert [r["id"] for r in out["results"]] == [0, 1]
-    assert set(out["results"][0]) == {"id", "seed", "n", "index", "return", "length", "u", "failed", "error", "duration_s"}
+    assert set(out["results"][0]) == {
+        "id",
+        "seed",
+        "n",
+        "index",
+        "return",
+        "length",
+        "u",
+        "failed",
+        "error",
+        "duration_s",
+    }
     assert all(r["u"] == 4 and not r["failed"] and 5 <= r["length"] <= 50 for r in out["results"])
     assert out["steps"] == sum(r["length"] for r in out["results"]) and out["busy_s"] > 0
     assert out["obs_delta"].num_pushes_delta == out["steps"]

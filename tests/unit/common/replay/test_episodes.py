@@ -15,7 +15,9 @@ def test_episode_assembler_joins_chunks_into_whole_episodes():
         e = SingleAgentEpisode(id_=ep_id, observations=[np.array([t0], np.float32)])
         for t in range(t0, t0 + n):
             e.add_env_step(
-                np.array([t + 1], np.float32), np.array([0.1 * t], np.float32), float(t),
+                np.array([t + 1], np.float32),
+                np.array([0.1 * t], np.float32),
+                float(t),
                 extra_model_outputs={Columns.ACTION_DIST_INPUTS: np.array([t, -1.0], np.float32)},
                 terminated=done and t == t0 + n - 1,
             )

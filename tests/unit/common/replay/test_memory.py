@@ -30,8 +30,10 @@ def test_memory_targets_and_write_back_correct_prior_steps():
     before = m.column("v_tbc")
     new_rho, new_v = 0.3, 5.0
     m.write_back(np.array([3]), rho=np.array([new_rho]), values=np.array([new_v]))
-    rho = np.ones(6); rho[3] = new_rho
-    v = values.copy(); v[3] = new_v
+    rho = np.ones(6)
+    rho[3] = new_rho
+    v = values.copy()
+    v[3] = new_v
     exp_prior = retrace_tbc_loop(ep["rewards"][:4], v[:4], rho[:4], 0.9, before[4])
     after = m.column("v_tbc")
     np.testing.assert_allclose(after[:4], exp_prior)
@@ -100,7 +102,8 @@ def test_rank_based_per_prefers_large_errors():
     rng = np.random.default_rng(6)
     m = ReplayMemory(capacity=1000, mode="per", seed=0, per_resort_interval=1)
     m.add_episode(**_episode(100, rng))
-    td = np.zeros(100); td[7] = 10.0
+    td = np.zeros(100)
+    td[7] = 10.0
     m.write_back(np.arange(100), values=np.zeros(100), td_error=td)
     batch = m.sample(2000)
     share = np.mean(batch["idx"] == 7)

@@ -36,9 +36,15 @@ def test_vectorized_eq8_equals_loop_on_many_episodes():
     r, v, rho, last, bound, expected = [], [], [], [], [], []
     for T in lens:
         ri, vi, pi, b = rng.standard_normal(T), rng.standard_normal(T), rng.exponential(1.0, T), rng.standard_normal()
-        r.append(ri); v.append(vi); rho.append(pi)
-        li = np.zeros(T, bool); li[-1] = True; last.append(li)
-        bi = np.zeros(T); bi[-1] = b; bound.append(bi)
+        r.append(ri)
+        v.append(vi)
+        rho.append(pi)
+        li = np.zeros(T, bool)
+        li[-1] = True
+        last.append(li)
+        bi = np.zeros(T)
+        bi[-1] = b
+        bound.append(bi)
         expected.append(retrace_tbc_loop(ri, vi, pi, 0.99, b))
     got = retrace_tbc(*(np.concatenate(x) for x in (r, v, rho)), 0.99, np.concatenate(last), np.concatenate(bound))
     np.testing.assert_allclose(got, np.concatenate(expected), rtol=1e-10, atol=1e-10)

@@ -20,7 +20,9 @@ def _gaussians(B=64, d=3, seed=0):
 
 def test_rho_matches_torch_distributions():
     a, pm, ps, mm, ms = _gaussians()
-    expected = torch.distributions.Normal(pm, ps).log_prob(a).sum(-1) - torch.distributions.Normal(mm, ms).log_prob(a).sum(-1)
+    expected = torch.distributions.Normal(pm, ps).log_prob(a).sum(-1) - torch.distributions.Normal(mm, ms).log_prob(
+        a
+    ).sum(-1)
     torch.testing.assert_close(rules.diag_gaussian_log_rho(a, pm, ps, mm, ms), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -54,7 +56,10 @@ def test_rule1_zeroes_exactly_the_far_samples_non_penalty_gradient():
     torch.testing.assert_close(k.grad, 2 * (k.detach() - 1.0) * (1 - beta) / B)  # penalty for all (Eq. 10)
 
 
-@pytest.mark.parametrize("mode,far_grad_zero,has_penalty", [("refer", True, True), ("refer1", True, False), ("refer2", False, True), ("er", False, False)])
+@pytest.mark.parametrize(
+    "mode,far_grad_zero,has_penalty",
+    [("refer", True, True), ("refer1", True, False), ("refer2", False, True), ("er", False, False)],
+)
 def test_modes_select_rules(mode, far_grad_zero, has_penalty):
     refer = ReFER(mode=mode)
     w = torch.ones(2, requires_grad=True)

@@ -10,7 +10,13 @@ from rllib_ext.common.replay import TransitionBuffer
 
 def _rows(start, n, obs_dim=2):
     i = np.arange(start, start + n, dtype=np.float32)
-    return (np.stack([i] * obs_dim, 1), i[:, None], i, np.stack([i + 0.5] * obs_dim, 1), (i % 2 == 0).astype(np.float32))
+    return (
+        np.stack([i] * obs_dim, 1),
+        i[:, None],
+        i,
+        np.stack([i + 0.5] * obs_dim, 1),
+        (i % 2 == 0).astype(np.float32),
+    )
 
 
 def test_buffer_wraps_around_fifo():

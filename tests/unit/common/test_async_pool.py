@@ -1,0 +1,142 @@
+"""rllib_ext.common.async_pool: the driver's job pool, against a scripted EnvRunnerGroup (no Ray).
+
+The fake group stands for RLlib's EnvRunnerGroup: it records each ``foreach_env_runner_async``
+call, hands back the results the test finishes, and lets the test kill a runner (drop it from
+``healthy_worker_ids``) or fill RLlib's per-runner request cap.
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from rllib_ext.common import async_pool
+from rllib_ext.common.async_pool import AsyncJobPool
+
+
+class FakeGroup:
+    """The parts of EnvRunnerGroup the pool uses."""
+
+    def __init__(self, runner_ids):
+        self.healthy = list(runner_ids)
+        self.calls = []  # (runner id, kwargs) of every call accepted
+        self.ready = []  # (runner id, result) handed back at the next fetch
+        self.refuse = set()  # runners whose request cap is full
+        self._worker_manager = types.SimpleNamespace()  # no in-flight map: the pool sleeps briefly
+
+    def healthy_worker_ids(self):
+        return list(self.healthy)
+
+    def foreach_env_runner_async(self, fn, *, tag, kwargs, remote_worker_ids):
+        assert fn == "run_jobs" and tag == "blackbox_jobs"
+        (rid,) = remote_worker_ids
+        if rid in self.refuse:
+            return 0
+        self.calls.append((rid, kwargs))
+        return 1
+
+    def fetch_ready_async_reqs(self, *, tags, timeout_seconds):
+        assert tags == "blackbox_jobs" and timeout_seconds == 0
+        ready, self.ready = self.ready, []
+        return ready
+
+    def finish(self, index, busy_s=0.5):
+        """The call ``self.calls[index]`` returns its jobs' results."""
+        rid, kwargs = self.calls[index]
+        results = [{"id": job["id"], "return": 1.0} for job in kwargs["jobs"]]
+        self.ready.append((rid, {"results": results, "busy_s": busy_s}))
+
+
+@pytest.fixture
+def pool(monkeypatch):
+    """A pool over runners 1 and 2, two calls in flight each; ``ray.put`` is stubbed."""
+    monkeypatch.setattr(async_pool, "ray", types.SimpleNamespace(put=lambda payload: ("ref", payload)))
+    return AsyncJobPool(FakeGroup([1, 2]), jobs_in_flight=2)
+
+
+def jobs(pool, n=1):
+    return [{"id": pool.new_job_id(), "seed": 7} for _ in range(n)]
+
+
+def sent_ids(group):
+    return [[job["id"] for job in kwargs["jobs"]] for _, kwargs in group.calls]
+
+
+def test_pump_fills_every_runner_up_to_jobs_in_flight_in_queue_order(pool):
+    pool.publish(3, {"theta": 0})
+    for _ in range(5):
+        pool.submit(jobs(pool))
+    pool.submit([])  # an empty job list is no call
+    assert pool.num_queued == 5
+    assert pool.pump() == 4
+    assert [rid for rid, _ in pool.group.calls] == [1, 1, 2, 2]
+    assert sent_ids(pool.group) == [[0], [1], [2], [3]]  # FIFO
+    assert pool.num_in_flight == 4 and pool.num_queued == 1
+    _, kwargs = pool.group.calls[0]
+    assert kwargs["version"] == 3 and kwargs["payload_ref"] == [("ref", {"theta": 0})]
+    assert kwargs["jobs"][0]["version"] == 3  # jobs carry the version published when submitted
+
+
+def test_poll_hands_back_finished_calls_accounts_busy_time_and_refills(pool):
+    pool.publish(0, None)
+    for _ in range(5):
+        pool.submit(jobs(pool))
+    pool.pump()
+    pool.group.finish(0, busy_s=0.25)
+    pool.group.finish(2, busy_s=0.5)
+    out = pool.poll(timeout_s=0.0)
+    assert [r["results"][0]["id"] for r in out] == [0, 2]
+    assert dict(pool.busy_s) == {1: 0.25, 2: 0.5}
+    assert pool.num_queued == 0 and pool.num_in_flight == 3  # the fifth call took a freed slot
+    assert sent_ids(pool.group)[-1] == [4]
+
+
+def test_a_dead_runners_calls_are_requeued_first_and_counted(pool):
+    pool.publish(0, None)
+    pool.submit(jobs(pool, 2))
+    pool.submit(jobs(pool, 3))
+    pool.submit(jobs(pool, 1))
+    pool.pump()  # runner 1: calls [0, 1] and [2, 3, 4]; runner 2: [5]
+    pool.group.healthy = [2]
+    pool.submit(jobs(pool))  # [6], queued behind the lost calls
+    pool.pump()
+    assert pool.num_calls_lost == 2 and pool.num_jobs_requeued == 5
+    assert sent_ids(pool.group)[3:] == [[0, 1]]  # runner 2 had one free slot: the oldest lost call
+    assert [[j["id"] for j in call] for call in pool._queue] == [[2, 3, 4], [6]]
+    pool.group.finish(2)  # runner 2's first call ([5]) ends; the next lost call goes out
+    pool.poll(timeout_s=0.0)
+    assert sent_ids(pool.group)[4:] == [[2, 3, 4]]
+
+
+def test_a_full_runner_keeps_the_call_queued(pool):
+    pool.publish(0, None)
+    pool.group.refuse = {1, 2}
+    pool.submit(jobs(pool))
+    assert pool.pump() == 0 and pool.num_queued == 1 and pool.num_in_flight == 0
+    pool.group.refuse = set()
+    assert pool.pump() == 1 and pool.num_queued == 0
+
+
+def test_drop_queued_removes_only_unsent_calls(pool):
+    pool.publish(0, None)
+    for seed in range(6):
+        pool.submit([{"id": pool.new_job_id(), "seed": seed}])
+    pool.pump()  # four calls in flight, two queued
+    assert pool.drop_queued(lambda call: call[0]["seed"] in (0, 5)) == 1  # seed 0 was sent already
+    assert pool.num_queued == 1 and pool.num_in_flight == 4
+
+
+def test_drain_waits_for_every_call_in_flight_and_utilization_counts_busy_time(pool):
+    pool.publish(0, None)
+    since, busy_before = pool.snapshot()
+    for _ in range(4):
+        pool.submit(jobs(pool))
+    pool.pump()
+    for i in range(4):
+        pool.group.finish(i, busy_s=0.001)
+    out = pool.drain(timeout_s=5.0)
+    assert sorted(r["results"][0]["id"] for r in out) == [0, 1, 2, 3]
+    assert pool.num_in_flight == 0
+    utilization = pool.utilization(since, busy_before, num_runners=2)
+    assert 0.0 < utilization <= 1.0

@@ -1,0 +1,106 @@
+"""rllib_ext.common.validation: the checks every algorithm's ``validate()`` shares (no Ray)."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import pytest
+from ray.rllib.algorithms.ppo import PPOConfig
+
+from rllib_ext import ESConfig, IMPACTConfig
+from rllib_ext.algorithms.impact.impact import IMPACT
+from rllib_ext.common import validation as v
+
+VAR_ENV = "rllib_ext/VariableLength-v0"
+
+
+def test_integer_and_number_exclude_bools():
+    assert v.is_integer(3) and not v.is_integer(True) and not v.is_integer(3.0)
+    assert v.is_number(3) and v.is_number(0.5) and not v.is_number(False) and not v.is_number("1")
+
+
+def test_algo_name_is_the_registered_name_else_the_class_name():
+    assert v.algo_name(IMPACTConfig()) == "IMPACT_EXT"  # a config: its algo_class
+    assert v.algo_name(IMPACT) == "IMPACT_EXT"  # a class
+
+    class Unregistered(IMPACT):
+        pass
+
+    assert v.algo_name(Unregistered) == "Unregistered"  # the name is not inherited
+    assert v.algo_name(PPOConfig()) == "PPO"
+    assert v.algo_name(PPOConfig(algo_class="SOME_NAME")) == "SOME_NAME"
+
+
+def test_minus_one_settings_survive_get_state_but_rllib_sentinels_do_not():
+    """RLlib's get_state() drops every -1 (its deprecated-value sentinel): the mixin keeps ours."""
+    ppo = PPOConfig()
+    ppo.lr = -1
+    assert "lr" not in ppo.get_state()  # what the mixin is for
+    state = ESConfig().training(noise_stdev=-1).get_state()
+    assert state["noise_stdev"] == -1  # validate() then rejects it instead of using the default
+    assert "min_iter_time_s" not in state  # a deprecated RLlib setting whose default is -1
+
+
+def test_nonfinite_settings_are_named_with_their_path():
+    config = PPOConfig().rl_module(model_config={"fcnet_hiddens": [1.0, math.inf]})
+    config.lr = math.nan
+    config.optimizer_kwargs = {"eps": -math.inf}
+    config.env_config = {"belongs_to_the_env": math.nan}  # not checked
+    config.sample_timeout_s = math.inf  # a timeout may be +inf
+    names = [name for name, _ in v.nonfinite_settings(config)]
+    assert names == ["lr", "model_config['fcnet_hiddens'][1]", "optimizer_kwargs['eps']"]
+    with pytest.raises(ValueError, match=r"PPO: settings must be finite numbers, got `lr` = nan, .*'eps'\]` = -inf"):
+        v.check_finite_settings(config)
+    v.check_finite_settings(PPOConfig())  # the defaults are finite
+
+
+def test_check_optimizer_names_the_setting():
+    config = IMPACTConfig().training(optimizer="rmsprop")
+    with pytest.raises(ValueError, match="`optimizer`: Unknown optimizer 'rmsprop'"):
+        v.check_optimizer(config)
+    with pytest.raises(ValueError, match="`optimizer_kwargs` must be a dict"):
+        v.check_optimizer(IMPACTConfig().training(optimizer_kwargs=[0.9]))
+    v.check_optimizer(IMPACTConfig().training(optimizer="DSGD", optimizer_kwargs={"M": 4}))
+
+
+def test_env_spaces_from_one_driver_env_or_from_the_config():
+    obs, act = v.env_spaces(PPOConfig().environment("CartPole-v1"))
+    assert obs.shape == (4,) and act == gym.spaces.Discrete(2)
+    obs, act = v.env_spaces(PPOConfig().environment(VAR_ENV, env_config={"continuous": True}))  # a Tune-registered env
+    assert obs.shape == (2,) and act.shape == (1,)
+    given = PPOConfig().environment(
+        "CartPole-v1", observation_space=gym.spaces.Box(-1, 1, (7,)), action_space=gym.spaces.Discrete(3)
+    )
+    assert v.env_spaces(given) == (gym.spaces.Box(-1, 1, (7,)), gym.spaces.Discrete(3))  # the config's win
+    assert v.env_spaces(PPOConfig()) is None  # no env: nothing to check
+
+
+def test_env_that_cannot_be_created_is_named():
+    config = PPOConfig().environment(VAR_ENV, env_config={"min_len": 0})
+    with pytest.raises(ValueError, match=f"PPO: cannot create env '{VAR_ENV}': ValueError: .*min_len"):
+        v.env_spaces(config)
+
+
+def test_check_vector_spaces_names_the_env_and_the_space():
+    config = PPOConfig().environment("CartPole-v1")
+    box, image = gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(0, 255, (8, 8, 3))
+    v.check_vector_spaces(config, (box, gym.spaces.Discrete(2)), [v.DISCRETE])
+    v.check_vector_spaces(config, (box, gym.spaces.Box(-1, 1, (2,))), [v.DISCRETE, v.CONTINUOUS])
+    v.check_vector_spaces(config, None, [v.DISCRETE])  # nothing to check
+    with pytest.raises(ValueError, match="PPO needs a 1-d Box observation space.*'CartPole-v1'"):
+        v.check_vector_spaces(config, (image, gym.spaces.Discrete(2)), [v.DISCRETE])
+    with pytest.raises(
+        ValueError, match=r"needs a continuous \(1-d Box\) action space; env 'CartPole-v1' has Discrete"
+    ):
+        v.check_vector_spaces(config, (box, gym.spaces.Discrete(2)), [v.CONTINUOUS])
+    with pytest.raises(ValueError, match="needs a Discrete action space"):
+        v.check_vector_spaces(config, (box, gym.spaces.Box(-1, 1, (2,))), [v.DISCRETE])
+
+
+def test_default_module_is_built_on_the_driver_and_a_space_it_cannot_take_is_named():
+    config = PPOConfig().environment("CartPole-v1")
+    v.check_default_module_builds(config, v.env_spaces(config))
+    v.check_default_module_builds(config, None)
+    with pytest.raises(ValueError, match=r"PPO cannot take env 'CartPole-v1' \(observation space Text"):
+        v.check_default_module_builds(config, (gym.spaces.Text(5), gym.spaces.Discrete(2)))
