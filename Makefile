@@ -44,5 +44,11 @@ learning-tests: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
+# make bench-report: every figure (docs/results/*.png) and the summary table in benchmarks/RESULTS.md,
+# regenerated from the committed rows under benchmarks/results/ (benchmarks/harness/report.py).
+.PHONY: bench-report
+bench-report: $(STAMP)
+	$(BIN)/python -m benchmarks.harness.report
+
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache

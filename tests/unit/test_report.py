@@ -1,0 +1,120 @@
+"""benchmarks.harness.report on hand-made rows: the table, the like-with-like check, the figures."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from benchmarks.harness import report
+from benchmarks.harness.rows import Curve, Machine, RunRow, append_row
+
+
+def row(algorithm="A", seed=0, finals=(10.0, 50.0, 100.0), target=None, race="r1", **changes) -> RunRow:
+    base = RunRow(
+        benchmark="bench",
+        race=race,
+        algorithm=algorithm,
+        env="CartPole-v1",
+        seed=seed,
+        settings={"model_config": {"fcnet_hiddens": [64]}, "num_env_runners": 1, "lr": 0.1, "threads": 1},
+        shared_keys=["model_config", "num_env_runners", "threads"],
+        variable=[],
+        protocol={"budget_env_steps": 2000, "eval_every_env_steps": 1000, "eval_episodes": 5},
+        machine=Machine(cores=2, description="cpu"),
+        date="2026-01-01T00:00:00+00:00",
+        curve=Curve(env_steps=[0, 1000, 2000], wall_s=[0.0, 1.0 + seed, 2.0 + seed], eval_return=list(finals)),
+        target=target,
+        extra={"command": "python -m benchmarks.harness.race ..."},
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def race_rows(**kw):
+    rows = [row("A", s, finals=(0.0, 50.0, 100.0 + s), **kw) for s in range(5)]
+    return rows + [row("B", s, finals=(0.0, 10.0, 20.0 + s), **kw) for s in range(5)]
+
+
+def test_a_comparable_race_gets_iqm_ci_and_per_seed_finals():
+    table = report.summary_table(race_rows(), {("bench", "CartPole-v1"): "fig.png"})
+    assert "comparable" in table and "NOT" not in table
+    assert "![bench CartPole-v1](fig.png)" in table
+    line_a = next(line for line in table.splitlines() if line.startswith("| A |"))
+    # Finals 100..104: IQM of 5 values trims 1 from each end -> 102.0.
+    assert "| 5 | 102.0 [" in line_a
+    assert "0: 100.0, 1: 101.0, 2: 102.0, 3: 103.0, 4: 104.0" in line_a
+    assert "python -m benchmarks.harness.race" in table
+
+
+def test_a_row_with_another_shared_setting_marks_the_race_not_comparable():
+    rows = race_rows()
+    rows[3] = dataclasses.replace(rows[3], settings={**rows[3].settings, "model_config": {"fcnet_hiddens": [256]}})
+    rows[4] = dataclasses.replace(rows[4], protocol={**rows[4].protocol, "eval_episodes": 1})
+    assert report.differing_keys(rows) == ["settings.model_config", "protocol.eval_episodes"]
+    table = report.summary_table(rows, {})
+    assert "**NOT comparable**: rows differ in settings.model_config, protocol.eval_episodes" in table
+
+
+def test_own_settings_and_declared_variables_are_not_checked():
+    rows = race_rows()
+    rows[0] = dataclasses.replace(rows[0], settings={**rows[0].settings, "lr": 0.5})  # own setting
+    assert report.differing_keys(rows) == []
+    varied = [dataclasses.replace(r, variable=["num_env_runners"]) for r in rows]
+    varied[1] = dataclasses.replace(varied[1], settings={**varied[1].settings, "num_env_runners": 4})
+    assert report.differing_keys(varied) == []
+    machines = list(rows)
+    machines[2] = dataclasses.replace(machines[2], machine=Machine(cores=16, description="big"))
+    assert report.differing_keys(machines) == ["machine"]
+
+
+def test_time_to_target_counts_unreached_runs_honestly():
+    # A reaches 100 at the last point in every seed; B never does.
+    table = report.summary_table(race_rows(target=100.0), {})
+    line_a = next(line for line in table.splitlines() if line.startswith("| A |"))
+    line_b = next(line for line in table.splitlines() if line.startswith("| B |"))
+    assert "| 5/5 | 2.0k [2.0k, 2.0k] |" in line_a
+    assert "| 0/5 | not reached | not reached |" in line_b
+    # 3 of 5 reach 102: a lower bound, with the unreached runs counted at their budget.
+    rows = [row("C", s, finals=(0.0, 50.0, 100.0 + s), target=102.0) for s in range(5)]
+    reached, steps, wall = report.target_cells(rows)
+    assert reached == "3/5" and steps == "≥ 2.0k" and wall.startswith("≥ ")
+
+
+def test_time_to_target_is_the_first_evaluation_reaching_it():
+    r = row(finals=(0.0, 100.0, 50.0), target=90.0)
+    assert report.time_to_target(r) == (1000.0, 1.0)
+    assert report.time_to_target(row(target=None)) is None
+
+
+def test_replace_generated_needs_the_markers():
+    text = f"intro\n{report.BEGIN}\nold\n{report.END}\nnotes\n"
+    assert report.replace_generated(text, "new", "R.md") == f"intro\n{report.BEGIN}\nnew\n{report.END}\nnotes\n"
+    with pytest.raises(ValueError, match="R.md has no"):
+        report.replace_generated("no markers", "new", "R.md")
+
+
+def test_main_regenerates_figures_and_table(tmp_path):
+    results, figures, md = tmp_path / "results", tmp_path / "docs" / "results", tmp_path / "RESULTS.md"
+    for r in race_rows(target=100.0):
+        append_row(str(results / "bench" / "r1.jsonl"), r)
+    md.write_text(f"# Results\n\n{report.BEGIN}\n{report.END}\n\n## Notes\n")
+    argv = ["--results-dir", str(results), "--figures-dir", str(figures), "--results-md", str(md)]
+    assert report.main(argv) == 0
+    png = figures / "bench_CartPole-v1.png"
+    assert png.stat().st_size > 1000
+    text = md.read_text()
+    assert text.startswith("# Results") and text.endswith("## Notes\n")
+    assert "docs/results/bench_CartPole-v1.png" in text and "| A | 5 |" in text
+    first = text
+    assert report.main(argv) == 0 and md.read_text() == first  # regenerating changes nothing
+
+
+def test_main_reports_a_bad_row_with_file_and_line(tmp_path, capsys):
+    results = tmp_path / "results" / "bench"
+    results.mkdir(parents=True)
+    (results / "r1.jsonl").write_text(row().to_json() + "\n{}\n")
+    md = tmp_path / "RESULTS.md"
+    md.write_text(f"{report.BEGIN}\n{report.END}\n")
+    argv = ["--results-dir", str(tmp_path / "results"), "--figures-dir", str(tmp_path / "f"), "--results-md", str(md)]
+    assert report.main(argv) == 1
+    assert "r1.jsonl:2: bad row" in capsys.readouterr().err
