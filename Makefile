@@ -12,7 +12,7 @@ RUN_ARGS ?=
 
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-unit learning-tests bench clean
+.PHONY: install run lint format test test-unit learning-tests bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,9 +30,18 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/rllib train file $(RUN_FILE) --stop '$(STOP)' $(RUN_ARGS)
 
+# ruff (configured in pyproject.toml): lint and format check; make test runs it first.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
 # Tiers are folders under tests/ (unit, smoke, reliability, learning). make test: every tier but the
 # long learning runs (CI); make test-unit: seconds, no Ray; make learning-tests: the tuned examples.
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest -m "not learning_long" $(PYTEST_ARGS)
 
 test-unit: $(STAMP)
