@@ -7,7 +7,6 @@ import ray
 
 from rllib_ext import cli, registry
 
-
 # An env each algorithm's default config accepts (AESRL_EXT's Table 5 has no Pendulum row).
 ENVS = {"AESRL_EXT": "HalfCheetah-v5", "CEMRL_EXT": "Pendulum-v1", "TD3_EXT": "Pendulum-v1"}
 ENVS.update({name: "Pendulum-v1" for name in ("VRACER_EXT", "DDPG_EXT", "NAF_EXT")})
@@ -84,5 +83,7 @@ def test_when_one_runner_does_not_fit_the_error_says_so(free_cpus, monkeypatch, 
     monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
     cli.fit_env_runners("APPO", algo_cls, config, explicit=False)
     assert config.num_env_runners == 4 and capsys.readouterr().err == ""
-    with pytest.raises(cli.CLIError, match=r"APPO needs at least 3 CPUs \(with 1 env runner\) but the Ray cluster has 2"):
+    with pytest.raises(
+        cli.CLIError, match=r"APPO needs at least 3 CPUs \(with 1 env runner\) but the Ray cluster has 2"
+    ):
         cli.check_resources(algo_cls, config)

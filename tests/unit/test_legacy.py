@@ -52,7 +52,7 @@ def _old_yaml(tmp_path, config_lines):
 
 def test_cli_old_yaml_with_a_rename_builds_with_notices(tmp_path, capsys):
     path = _old_yaml(tmp_path, "    num_envs_per_worker: 2\n    sgd_minibatch_size: 64\n")
-    (_, exp), = cli.load_experiments(path)
+    ((_, exp),) = cli.load_experiments(path)
     config = cli.build_config(
         cli.resolve_algorithm("PPO"), "CartPole-v1", cli.translate_config(exp["config"], f"{path}: experiment 'old'")
     )

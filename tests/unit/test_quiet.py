@@ -46,7 +46,7 @@ def test_other_lines_are_not_noise(line):
 def test_line_filter_drops_noise_keeps_order_and_counts():
     out, quiet = io.StringIO(), Quiet()
     stream = LineFilter(out, quiet)
-    for kept, noise in zip(KEPT_LINES, NOISE_LINES):
+    for kept, noise in zip(KEPT_LINES, NOISE_LINES[: len(KEPT_LINES)], strict=True):
         stream.write(kept + "\n")
         stream.write(noise + "\n")
     assert out.getvalue() == "".join(line + "\n" for line in KEPT_LINES)
