@@ -108,3 +108,62 @@ def build_tuned_example(exp):
     overrides = exp.get("config") or {}
     algo_cls = cli.resolve_algorithm(str(exp["run"]))
     return algo_cls, cli.build_config(algo_cls, exp.get("env") or overrides.get("env"), overrides)
+
+
+# ------------------------------------------------------------------------------------------------
+# Settings against the Config defaults (configs/*.yaml, tuned_examples/).
+# ------------------------------------------------------------------------------------------------
+#: What :func:`settings_with_defaults` gives for a setting the Config class does not set itself.
+NOT_A_CONFIG_DEFAULT = "<not set by the Config class>"
+
+
+def same_value(a, b) -> bool:
+    """Equal as settings: numbers by value (1 == 1.0), lists and tuples alike, bools only to bools."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return a == b
+
+
+def _model_config_defaults(config) -> dict:
+    """The model_config the default RLModule sees: RLlib's own modules (built through a Catalog)
+    add ``DefaultModelConfig`` under the Config's ``model_config``; rllib_ext's modules do not."""
+    import dataclasses
+
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    module_class = config.get_default_rl_module_spec().module_class
+    from_catalog = module_class is not None and module_class.__module__.startswith("ray.rllib.")
+    return (dataclasses.asdict(DefaultModelConfig()) if from_catalog else {}) | config.model_config
+
+
+def settings_with_defaults(name: str, settings: dict) -> list[tuple[str, object, object]]:
+    """(key, value, default) for each setting of ``settings`` on algorithm ``name`` (no Ray).
+
+    The default is the one of ``registry.resolve_algorithm_class(name).get_default_config()``
+    (RLlib's built-ins too); ``model_config`` is compared key by key (``model_config.KEY``).
+    A key the Config does not set gets :data:`NOT_A_CONFIG_DEFAULT`.
+    """
+    from rllib_ext import registry
+
+    algo_cls = registry.resolve_algorithm_class(name)
+    assert algo_cls is not None, f"{name!r} is not a registered or RLlib algorithm"
+    config = algo_cls.get_default_config()
+    out = []
+    for key, value in settings.items():
+        if key == "model_config" and isinstance(value, dict):
+            defaults = _model_config_defaults(config)
+            out += [(f"model_config.{k}", v, defaults.get(k, NOT_A_CONFIG_DEFAULT)) for k, v in value.items()]
+            continue
+        attr = config._translate_special_keys(key, warn_deprecated=False)
+        try:
+            default = getattr(config, attr, NOT_A_CONFIG_DEFAULT)
+        except Exception:  # noqa: BLE001 - RLlib's deprecated properties raise from the getter
+            default = NOT_A_CONFIG_DEFAULT
+        out.append((key, value, default))
+    return out
