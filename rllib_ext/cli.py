@@ -620,9 +620,15 @@ def cmd_list(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from rllib_ext.plotting import plot_run
+    from rllib_ext.plotting import plot_runs
 
-    out = plot_run(args.run_dir, out=args.output, metric=args.metric)
+    metric = METRIC_ALIASES.get(args.metric, args.metric)
+    try:
+        out = plot_runs(
+            args.run_dirs, out=args.output, metric=metric, x=args.x, aggregate=args.aggregate, source=args.source
+        )
+    except (FileNotFoundError, ValueError) as e:
+        raise CLIError(str(e)) from None
     print(f"rllib: wrote {out}")
     return 0
 
@@ -683,10 +689,31 @@ def make_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("list", help="registered algorithms")
     p.set_defaults(func=cmd_list)
 
-    p = sub.add_parser("plot", help="learning curve PNG from a run's progress.csv files")
-    p.add_argument("run_dir")
-    p.add_argument("-o", "--output", help="PNG path (default RUN_DIR/learning_curve.png)")
-    p.add_argument("--metric", default=RETURN_KEY, help=f"progress.csv column (default {RETURN_KEY})")
+    p = sub.add_parser("plot", help="learning curves PNG from one or more run directories")
+    p.add_argument(
+        "run_dirs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="experiment or trial dir; several dirs are groups, each drawn as mean (or IQM) with a 95%% CI band",
+    )
+    p.add_argument(
+        "-o", "--output", help="PNG path (default RUN_DIR/learning_curve.png; ./learning_curves.png for several)"
+    )
+    p.add_argument("--metric", default=RETURN_KEY, help=f"any key a run reported, '/'-separated (default {RETURN_KEY})")
+    p.add_argument("--x", choices=["env_steps", "time", "iteration"], default="env_steps", help="x axis")
+    p.add_argument(
+        "--aggregate",
+        choices=["auto", "none", "mean", "iqm"],
+        default="auto",
+        help="a line per trial (none), or per directory with a CI band (mean, iqm); auto: none for one dir, "
+        "mean for several",
+    )
+    p.add_argument(
+        "--source",
+        choices=["auto", "result.json", "progress.csv", "tfevents"],
+        default="auto",
+        help="what to read (auto: result.json, else progress.csv, else event files)",
+    )
     p.set_defaults(func=cmd_plot)
     return parser
 
