@@ -310,6 +310,10 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
                 break
     finally:
         algo.stop()
+        try:  # the empty log dir a Trainable built outside Tune leaves in ~/ray_results
+            os.rmdir(algo.logdir)
+        except OSError:
+            pass
     return RunRow(
         benchmark=args.benchmark,
         race=race,
