@@ -64,6 +64,7 @@ import dataclasses
 import datetime
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -304,7 +305,8 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
             )
             if steps >= next_eval or done:
                 train_return = result.get("env_runners", {}).get("episode_return_mean")
-                evaluate(float(train_return) if isinstance(train_return, (int, float)) else None)
+                finite = isinstance(train_return, (int, float)) and math.isfinite(train_return)
+                evaluate(float(train_return) if finite else None)  # NaN when no episode finished
                 next_eval = (steps // args.eval_every_env_steps + 1) * args.eval_every_env_steps
             if done:
                 break
