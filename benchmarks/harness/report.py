@@ -128,7 +128,7 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
             verdict = "comparable" if not differ else f"**NOT comparable**: rows differ in {', '.join(differ)}"
             first = race_rows[0]
             protocol = first.protocol
-            budget = " / ".join(
+            budget = " or ".join(
                 b
                 for b in (
                     f"{protocol.get('budget_env_steps')} env steps" if protocol.get("budget_env_steps") else "",
@@ -137,7 +137,8 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                 if b
             )
             lines.append(
-                f"Race `{race}` ({first.date[:10]}, {first.machine.cores} cores): budget {budget}; evaluation "
+                f"Race `{race}` ({first.date[:10]}, {first.machine.cores} cores): budget {budget} per run, whichever "
+                f"comes first; evaluation "
                 f"every {protocol.get('eval_every_env_steps')} env steps, {protocol.get('eval_episodes')} "
                 f"episodes, deterministic actions; {verdict}."
             )
@@ -200,7 +201,7 @@ def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
             grid, point, low, high = band
             label = f"{algo} (n={len(runs)})" + (f", {race}" if len(races) > 1 else "")
             color = f"C{i % 10}"
-            marker = "o" if grid.size <= 20 else None
+            marker = "o" if grid.size <= 3 else None  # a run of one or two evaluations stays visible
             ax.step(grid, point, where="post", color=color, label=label, marker=marker, markersize=3)
             ax.fill_between(grid, low, high, step="post", color=color, alpha=0.2, linewidth=0)
         target = rows[0].target
