@@ -1,8 +1,10 @@
 """`make bench` / `python -m benchmarks [NAME ...]`: runs the benchmark scripts one after another.
 
 Each ``benchmarks/<name>.py`` is a standalone script that measures side by side in one run and
-prints ratios; results are recorded by hand in ``benchmarks/RESULTS.md`` with the command and
-date. Run them one at a time on a quiet machine: they compete for the same cores.
+prints ratios. Learning comparisons go through the harness instead (``benchmarks/harness/``:
+``python -m benchmarks.harness.race`` writes rows under ``benchmarks/results/``, ``make
+bench-report`` draws the figures and the summary in ``benchmarks/RESULTS.md``). Run them one at a
+time on a quiet machine: they compete for the same cores.
 """
 
 from __future__ import annotations
