@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Dict, List
+from typing import Any
 
 
-def parse_set(parser: argparse.ArgumentParser, items: List[str], flag: str = "--set") -> Dict[str, Any]:
+def parse_set(parser: argparse.ArgumentParser, items: list[str], flag: str = "--set") -> dict[str, Any]:
     """``KEY=JSON`` items as a dict; a malformed item is a usage error naming it."""
     bad = [i for i in items if "=" not in i]
     if bad:

@@ -30,8 +30,12 @@ AES_VARIANTS = [
     ("AES-RL relative/adaptive", "baseline_relative", "online_adaptive", {}),
     ("AES-RL sigmoid/adaptive", "fixed_sigmoid", "online_adaptive", {}),
     ("AES-RL (1+1)/success", "one_plus_one", "success_rule", {}),
-    ("AES-RL relative/adaptive, critic floor 1", "baseline_relative", "online_adaptive",
-     {"critic_min_steps_per_env_step": 1.0}),
+    (
+        "AES-RL relative/adaptive, critic floor 1",
+        "baseline_relative",
+        "online_adaptive",
+        {"critic_min_steps_per_env_step": 1.0},
+    ),
 ]
 
 
@@ -39,22 +43,34 @@ def build(method: str, args, seed: int):
     hid = list(args.hiddens)
     if method == "TD3":
         return (
-            TD3Config().environment(args.env)
+            TD3Config()
+            .environment(args.env)
             .rl_module(model_config={"fcnet_hiddens": hid})
             .training(initial_steps=args.initial_steps)
-            .debugging(seed=seed).build_algo()
+            .debugging(seed=seed)
+            .build_algo()
         )
-    erl = dict(policy_hiddens=hid, critic_hiddens=hid, initial_steps=args.initial_steps,
-               rl_actor_steps=args.rl_actor_steps)
+    erl = dict(
+        policy_hiddens=hid, critic_hiddens=hid, initial_steps=args.initial_steps, rl_actor_steps=args.rl_actor_steps
+    )
     if method == "CEM-RL":
         config = CEMRLConfig().env_runners(num_env_runners=1).training(**erl)
     else:
         _, mean_rule, variance_rule, extra = next(v for v in AES_VARIANTS if v[0] == method)
         config = (
-            AESRLConfig().env_runners(num_env_runners=args.runners, num_cpus_per_env_runner=0.5)
-            .training(mean_rule=mean_rule, variance_rule=variance_rule, fixed_range=args.fixed_range,
-                      fitness_baseline=args.fixed_range, mean_fitness="reevaluate", mean_eval_episodes=2,
-                      critic_steps_per_call=200, **extra, **erl)
+            AESRLConfig()
+            .env_runners(num_env_runners=args.runners, num_cpus_per_env_runner=0.5)
+            .training(
+                mean_rule=mean_rule,
+                variance_rule=variance_rule,
+                fixed_range=args.fixed_range,
+                fitness_baseline=args.fixed_range,
+                mean_fitness="reevaluate",
+                mean_eval_episodes=2,
+                critic_steps_per_call=200,
+                **extra,
+                **erl,
+            )
         )
     return config.environment(args.env).reporting(min_time_s_per_iteration=None).debugging(seed=seed).build_algo()
 
@@ -113,13 +129,17 @@ def main():
         for m in args.methods:
             runs[m].append(run(m, args, seed))
             print(m, seed, {k: round(v, 1) for k, v in runs[m][-1].items()}, flush=True)
-    print(f"\n{args.env}: budget {args.budget} env steps, seeds {args.seeds}, final policy over {args.eval_episodes} episodes")
+    print(
+        f"\n{args.env}: budget {args.budget} env steps, seeds {args.seeds}, final policy over {args.eval_episodes} episodes"
+    )
     print("| method | final return, median (min–max) | wall s (median) |")
     print("| --- | --- | --- |")
     for m in args.methods:
         rets = [r["return"] for r in runs[m]]
-        print(f"| {m} | {statistics.median(rets):.0f} ({min(rets):.0f} – {max(rets):.0f}) | "
-              f"{statistics.median(r['wall_s'] for r in runs[m]):.0f} |")
+        print(
+            f"| {m} | {statistics.median(rets):.0f} ({min(rets):.0f} – {max(rets):.0f}) | "
+            f"{statistics.median(r['wall_s'] for r in runs[m]):.0f} |"
+        )
     ray.shutdown()
 
 

@@ -36,7 +36,8 @@ SCENARIOS = {
     "sleep": dict(
         env="rllib_ext/VariableLength-v0",
         env_config={"min_len": 20, "max_len": 400, "continuous": True, "step_sleep_s": 0.001},
-        cpus_per_runner=0.2, fixed_range=60.0,
+        cpus_per_runner=0.2,
+        fixed_range=60.0,
     ),
     "hopper": dict(env="Hopper-v5", env_config={}, cpus_per_runner=1, fixed_range=600.0),
 }
@@ -46,8 +47,13 @@ def common(config, sc: dict, runners: int, args):
     return (
         config.environment(sc["env"], env_config=sc["env_config"])
         .env_runners(num_env_runners=runners, num_cpus_per_env_runner=sc["cpus_per_runner"])
-        .training(policy_hiddens=[64, 64], critic_hiddens=[64, 64], initial_steps=args.initial_steps,
-                  rl_actor_steps=args.rl_actor_steps, rl_batch_size=100)
+        .training(
+            policy_hiddens=[64, 64],
+            critic_hiddens=[64, 64],
+            initial_steps=args.initial_steps,
+            rl_actor_steps=args.rl_actor_steps,
+            rl_batch_size=100,
+        )
         .reporting(min_time_s_per_iteration=None)
         .debugging(seed=0)
     )
@@ -62,8 +68,13 @@ def build(method: str, sc: dict, args):
     episodes = 1 if method.endswith("reevaluate 1)") else 5
     return (
         common(AESRLConfig(), sc, args.runners, args)
-        .training(mean_fitness=fitness, mean_eval_episodes=episodes, fixed_range=sc["fixed_range"],
-                  fitness_baseline=sc["fixed_range"], critic_steps_per_call=args.critic_steps_per_call)
+        .training(
+            mean_fitness=fitness,
+            mean_eval_episodes=episodes,
+            fixed_range=sc["fixed_range"],
+            fitness_baseline=sc["fixed_range"],
+            critic_steps_per_call=args.critic_steps_per_call,
+        )
         .build_algo()
     )
 
@@ -76,9 +87,15 @@ def measure(method: str, sc: dict, args) -> dict:
             algo.train()
         wall = time.perf_counter() - t0
         c = algo.counters
-        return {"wall_s": wall, "steps": c["individual_steps"], "updates": algo.update_index,
-                "critic_steps": c["critic_steps"], "rl": c["n_rl"], "es": c["n_es"],
-                "mean_eval_steps": c.get("mean_eval_env_steps", 0)}
+        return {
+            "wall_s": wall,
+            "steps": c["individual_steps"],
+            "updates": algo.update_index,
+            "critic_steps": c["critic_steps"],
+            "rl": c["n_rl"],
+            "es": c["n_es"],
+            "mean_eval_steps": c.get("mean_eval_env_steps", 0),
+        }
     finally:
         algo.stop()
 
@@ -92,9 +109,11 @@ def main():
     parser.add_argument("--rl-actor-steps", type=int, default=200)
     parser.add_argument("--critic-steps-per-call", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--methods", nargs="+",
-                        default=["CEM-RL serial", "P-CEM-RL", "AES-RL (reevaluate 5)", "AES-RL (reevaluate 1)",
-                                 "AES-RL (interpolate)"])
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["CEM-RL serial", "P-CEM-RL", "AES-RL (reevaluate 5)", "AES-RL (reevaluate 1)", "AES-RL (interpolate)"],
+    )
     args = parser.parse_args()
     ray.init(num_cpus=max(3, args.runners), include_dashboard=False, logging_level=logging.WARNING)
     for name in args.scenarios:
@@ -105,7 +124,9 @@ def main():
         for _ in range(args.repeats):  # interleaved, so machine noise hits every method alike
             for m in args.methods:
                 runs[m].append(measure(m, sc, args))
-                print(name, m, {k: round(v, 2) if isinstance(v, float) else v for k, v in runs[m][-1].items()}, flush=True)
+                print(
+                    name, m, {k: round(v, 2) if isinstance(v, float) else v for k, v in runs[m][-1].items()}, flush=True
+                )
         med = {m: statistics.median(r["wall_s"] for r in runs[m]) for m in args.methods}
         serial, parallel = med.get("CEM-RL serial"), med.get("P-CEM-RL")
         print(f"\n{name}: {args.runners} runners, budget {args.budget} env steps, medians of {args.repeats}")

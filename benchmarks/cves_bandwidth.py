@@ -56,8 +56,10 @@ def main(argv=None) -> int:
         base = None
         for env_, d, label, size, steps, ms, rate in measure(env, args.episodes):
             base = base or ms
-            print(f"| {env_} | {d} | {label} | {size:,.0f} | {steps:.0f} | {ms:.1f} ({ms / base:.2f}×) | {rate / 1e3:,.1f} k |",
-                  flush=True)
+            print(
+                f"| {env_} | {d} | {label} | {size:,.0f} | {steps:.0f} | {ms:.1f} ({ms / base:.2f}×) | {rate / 1e3:,.1f} k |",
+                flush=True,
+            )
     return 0
 
 

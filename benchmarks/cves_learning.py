@@ -51,9 +51,13 @@ def variance_at_fixed_theta(env: str, batches: int, runners: int, eta_lr: float)
             seed = algo.next_batch_seed()
             rows, _ = algo.evaluate_batch(seed, cfg.episodes_per_batch)
             x, y, _ = cv.cv_terms(
-                np.array([r["return"] for r in rows]), np.array([r["return_gamma"] for r in rows]),
-                np.stack([r["g_pg"] for r in rows]), algo.sampler.sample(seed, len(rows)),
-                cfg.noise_stdev, cfg.return_shaping, group=2,
+                np.array([r["return"] for r in rows]),
+                np.array([r["return_gamma"] for r in rows]),
+                np.stack([r["g_pg"] for r in rows]),
+                algo.sampler.sample(seed, len(rows)),
+                cfg.noise_stdev,
+                cfg.return_shaping,
+                group=2,
             )
             est = cv.cv_estimate(x, y, algo.eta)
             xs.append(est.x)
@@ -65,8 +69,10 @@ def variance_at_fixed_theta(env: str, batches: int, runners: int, eta_lr: float)
     half = batches // 2
     var_es = float(np.var(xs[half:], axis=0, ddof=1).sum())
     var_cv = float(np.var(cvs[half:], axis=0, ddof=1).sum())
-    print(f"| {env} | {batches} ({half} measured) | {eta_lr:g} | {var_es:,.0f} | {var_cv:,.0f} | {var_cv / var_es:.3f} | "
-          f"{np.mean(logged[half:]):.3f} | {np.abs(algo.eta).mean():.3f} | {time.perf_counter() - t0:.0f} s |")
+    print(
+        f"| {env} | {batches} ({half} measured) | {eta_lr:g} | {var_es:,.0f} | {var_cv:,.0f} | {var_cv / var_es:.3f} | "
+        f"{np.mean(logged[half:]):.3f} | {np.abs(algo.eta).mean():.3f} | {time.perf_counter() - t0:.0f} s |"
+    )
 
 
 def curves(env: str, steps: int, seeds, runners: int, eta_lr: float, methods=None) -> None:
@@ -85,12 +91,18 @@ def curves(env: str, steps: int, seeds, runners: int, eta_lr: float, methods=Non
                 finals.append(float(np.mean(returns[-5:])))
                 bests.append(float(np.max(returns)))
                 walls.append(time.perf_counter() - t0)
-                print(f"  {label} seed {seed}: final {finals[-1]:.1f}, best {bests[-1]:.1f}, "
-                      f"first {returns[0]:.1f}, {walls[-1]:.0f} s", flush=True)
+                print(
+                    f"  {label} seed {seed}: final {finals[-1]:.1f}, best {bests[-1]:.1f}, "
+                    f"first {returns[0]:.1f}, {walls[-1]:.0f} s",
+                    flush=True,
+                )
             finally:
                 algo.stop()
-        print(f"| {env} | {label} | {steps:,} | {np.mean(finals):.1f} ± {np.std(finals):.1f} | "
-              f"{np.median(finals):.1f} | {np.median(bests):.1f} | {np.median(walls):.0f} s | {len(seeds)} |", flush=True)
+        print(
+            f"| {env} | {label} | {steps:,} | {np.mean(finals):.1f} ± {np.std(finals):.1f} | "
+            f"{np.median(finals):.1f} | {np.median(bests):.1f} | {np.median(walls):.0f} s | {len(seeds)} |",
+            flush=True,
+        )
 
 
 def main(argv=None) -> int:
@@ -102,15 +114,21 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--runners", type=int, default=2)
     parser.add_argument("--eta-lr", type=float, default=1e-4)
-    parser.add_argument("--methods", nargs="+", choices=[m for m, _ in METHODS], help="curves: only these (default all)")
+    parser.add_argument(
+        "--methods", nargs="+", choices=[m for m, _ in METHODS], help="curves: only these (default all)"
+    )
     args = parser.parse_args(argv)
     ray.init(num_cpus=args.runners, include_dashboard=False, logging_level=logging.WARNING)
     if args.part == "variance":
-        print("| env | batches | α_η | V[ĝ^es,1] across batches | V[ĝ^cv] | ratio | mean per-batch ratio (logged) | mean |η| | time |")
+        print(
+            "| env | batches | α_η | V[ĝ^es,1] across batches | V[ĝ^cv] | ratio | mean per-batch ratio (logged) | mean |η| | time |"
+        )
         print("|---|---|---|---|---|---|---|---|---|")
         variance_at_fixed_theta(args.env, args.batches, args.runners, args.eta_lr)
     else:
-        print("| env | method | env steps | final return (mean ± std over seeds) | median final | median best | wall, median | seeds |")
+        print(
+            "| env | method | env steps | final return (mean ± std over seeds) | median final | median best | wall, median | seeds |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         curves(args.env, args.steps, args.seeds, args.runners, args.eta_lr, args.methods)
     return 0

@@ -45,21 +45,27 @@ def measure(d: int, n: int, rho: float, reps: int, seed: int = 0) -> dict:
     }
 
 
-HEADER = ("| d | N | ρ | V_es meas. | V_es (B.2) | ort/es meas. | ort/es (Thm 1) | ort err | "
-          "cv/es meas. | cv/es bound (Thm 1) | cv/es exact | ρ0 (Eq. 12) |\n" + "|---" * 12 + "|")
+HEADER = (
+    "| d | N | ρ | V_es meas. | V_es (B.2) | ort/es meas. | ort/es (Thm 1) | ort err | "
+    "cv/es meas. | cv/es bound (Thm 1) | cv/es exact | ρ0 (Eq. 12) |\n" + "|---" * 12 + "|"
+)
 
 
 def row(d: int, n: int, rho: float, r: dict) -> str:
     err = r["ratio_ort"] / r["ratio_ort_theory"] - 1.0
-    return (f"| {d} | {n} | {rho:g} | {r['var_es']:.3f} | {r['var_es_theory']:.3f} | {r['ratio_ort']:.3f} | "
-            f"{r['ratio_ort_theory']:.3f} | {err:+.1%} | {r['ratio_cv']:.3f} | {r['ratio_cv_bound']:.3f} | "
-            f"{r['ratio_cv_exact']:.3f} | {r['rho0']:.3f} |")
+    return (
+        f"| {d} | {n} | {rho:g} | {r['var_es']:.3f} | {r['var_es_theory']:.3f} | {r['ratio_ort']:.3f} | "
+        f"{r['ratio_ort_theory']:.3f} | {err:+.1%} | {r['ratio_cv']:.3f} | {r['ratio_cv_bound']:.3f} | "
+        f"{r['ratio_cv_exact']:.3f} | {r['rho0']:.3f} |"
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--d", type=int, default=16, help="dimension d of the action and of μ")
-    parser.add_argument("--n", type=int, default=8, help="N, perturbations per estimate (N <= d for one orthogonal block)")
+    parser.add_argument(
+        "--n", type=int, default=8, help="N, perturbations per estimate (N <= d for one orthogonal block)"
+    )
     parser.add_argument("--rho", type=float, default=1.0, help="ρ = σ2/σ1 (policy noise / ES smoothing)")
     parser.add_argument("--reps", type=int, default=4000, help="independent estimates per estimator")
     parser.add_argument("--seed", type=int, default=0)
@@ -75,8 +81,10 @@ def main(argv=None) -> int:
         worst_ort = max(worst_ort, abs(r["ratio_ort"] / r["ratio_ort_theory"] - 1.0))
         cv_over_bound += r["ratio_cv"] > r["ratio_cv_bound"]
         print(row(d, n, rho, r), flush=True)
-    print(f"\nreps {args.reps}; largest |orthogonal ratio error| {worst_ort:.1%} (target < 10%); "
-          f"CV above Theorem 1's bound in {cv_over_bound} case(s); {time.perf_counter() - t0:.0f} s")
+    print(
+        f"\nreps {args.reps}; largest |orthogonal ratio error| {worst_ort:.1%} (target < 10%); "
+        f"CV above Theorem 1's bound in {cv_over_bound} case(s); {time.perf_counter() - t0:.0f} s"
+    )
     return 0
 
 

@@ -48,8 +48,12 @@ def run(method: str, env: str, seed: int, seconds: float, runners: int, target: 
             curve.append(ret)
             if reached is None and ret >= target:
                 reached = steps
-        return {"final": statistics.mean(curve[-3:]), "best": max(curve), "steps_to_target": reached,
-                "updates": algo.update_index}
+        return {
+            "final": statistics.mean(curve[-3:]),
+            "best": max(curve),
+            "steps_to_target": reached,
+            "updates": algo.update_index,
+        }
     finally:
         algo.stop()
 
@@ -69,15 +73,19 @@ def main():
         for m in args.methods:
             rows[m].append(run(m, args.env, seed, args.seconds, args.runners, args.target))
             print(seed, m, rows[m][-1], flush=True)
-    print(f"\n| method ({args.env}, {args.seconds:.0f} s, {len(args.seeds)} seeds) | final return | best | "
-          f"updates | env steps to {args.target:g} |")
+    print(
+        f"\n| method ({args.env}, {args.seconds:.0f} s, {len(args.seeds)} seeds) | final return | best | "
+        f"updates | env steps to {args.target:g} |"
+    )
     print("| --- | --- | --- | --- | --- |")
     for m in args.methods:
         r = rows[m]
         reached = [x["steps_to_target"] for x in r if x["steps_to_target"] is not None]
         to_target = f"{statistics.median(reached):,.0f} ({len(reached)}/{len(r)} seeds)" if reached else "—"
-        print(f"| {m} | {statistics.median(x['final'] for x in r):.1f} | {statistics.median(x['best'] for x in r):.1f} | "
-              f"{statistics.median(x['updates'] for x in r):.0f} | {to_target} |")
+        print(
+            f"| {m} | {statistics.median(x['final'] for x in r):.1f} | {statistics.median(x['best'] for x in r):.1f} | "
+            f"{statistics.median(x['updates'] for x in r):.0f} | {to_target} |"
+        )
     ray.shutdown()
 
 

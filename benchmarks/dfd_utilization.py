@@ -32,7 +32,9 @@ SCENARIOS = {
     "sleep": dict(
         env="rllib_ext/VariableLength-v0",
         env_config={"min_len": 5, "max_len": 50, "step_sleep_s": 0.005},
-        runners=8, cpus_per_runner=0.2, n=16,
+        runners=8,
+        cpus_per_runner=0.2,
+        n=16,
     ),
     "hopper": dict(env="Hopper-v5", env_config={}, runners=2, cpus_per_runner=1, n=16),
 }
@@ -44,8 +46,14 @@ def build(method: str, sc: dict):
     config = (
         config.environment(sc["env"], env_config=sc["env_config"])
         .env_runners(num_env_runners=sc["runners"], num_cpus_per_env_runner=sc["cpus_per_runner"])
-        .training(episodes_per_batch=sc["n"], policy_hiddens=[64, 64], noise_stdev=0.02, lr=0.01,
-                  perturbations_per_call=1, return_shaping="standardize")
+        .training(
+            episodes_per_batch=sc["n"],
+            policy_hiddens=[64, 64],
+            noise_stdev=0.02,
+            lr=0.01,
+            perturbations_per_call=1,
+            return_shaping="standardize",
+        )
         .debugging(seed=0)
     )
     if method in ("DFD", "FD"):
@@ -95,8 +103,10 @@ def main():
         fd = table[(name, "FD")]["updates/s"]
         for m in METHODS:
             row = table[(name, m)]
-            print(f"| {name} ({SCENARIOS[name]['runners']} runners) | {m} | {row['utilization']:.2f} | "
-                  f"{row['busy']:.2f} | {row['updates/s']:.2f} | {row['updates/s'] / fd:.2f}x |")
+            print(
+                f"| {name} ({SCENARIOS[name]['runners']} runners) | {m} | {row['utilization']:.2f} | "
+                f"{row['busy']:.2f} | {row['updates/s']:.2f} | {row['updates/s'] / fd:.2f}x |"
+            )
     ray.shutdown()
 
 

@@ -58,8 +58,16 @@ def build(env: str, sampler: str, sigma: float, runners: int, antithetic=None, c
         ESConfig()
         .environment(env)
         .env_runners(num_env_runners=runners)
-        .training(sampler=sampler, sampler_antithetic=antithetic, noise_stdev=sigma, observation_filter=False, policy_hiddens=[32, 32],
-                  return_shaping="none", episodes_per_batch=2, common_random_numbers=crn)
+        .training(
+            sampler=sampler,
+            sampler_antithetic=antithetic,
+            noise_stdev=sigma,
+            observation_filter=False,
+            policy_hiddens=[32, 32],
+            return_shaping="none",
+            episodes_per_batch=2,
+            common_random_numbers=crn,
+        )
         .debugging(seed=0)  # the same θ for every sampler
     )
     return config.build_algo()
@@ -83,12 +91,17 @@ def main():
     per_batch = 2 * max(1, args.ref_pairs // args.ref_batches)
     ref_seeds = range(10_000, 10_000 + args.ref_batches)
     g_ref = np.mean(
-        [es_gradient(returns_of(ref_algo, s, per_batch), ref_algo.sampler.sample(s, per_batch), args.sigma) for s in ref_seeds],
+        [
+            es_gradient(returns_of(ref_algo, s, per_batch), ref_algo.sampler.sample(s, per_batch), args.sigma)
+            for s in ref_seeds
+        ],
         axis=0,
     )
     ref_algo.stop()
-    print(f"{args.env}: d={theta.size}, crn={args.crn}, reference from {args.ref_batches}×{per_batch} antithetic "
-          f"samples, ‖g_ref‖={np.linalg.norm(g_ref):.3g}")
+    print(
+        f"{args.env}: d={theta.size}, crn={args.crn}, reference from {args.ref_batches}×{per_batch} antithetic "
+        f"samples, ‖g_ref‖={np.linalg.norm(g_ref):.3g}"
+    )
 
     rows = {}
     for name, sampler, antithetic in SAMPLERS:

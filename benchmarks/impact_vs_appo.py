@@ -41,7 +41,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from _args import parse_set
 
@@ -59,7 +59,7 @@ RETURN_KEY = ("env_runners", "episode_return_mean")
 # RLlib's tuned settings (new API stack) for the rivals, per env: rllib/tuned_examples/
 # {appo,impala,ppo}/{cartpole,pendulum}_*.py. Their env-runner counts and vectorization are not
 # taken over: every algorithm in a race gets the same runners with one env each.
-RIVALS_BY_ENV: Dict[str, Dict[str, Dict[str, Any]]] = {
+RIVALS_BY_ENV: dict[str, dict[str, dict[str, Any]]] = {
     "CartPole-v1": {
         "APPO": {"vf_loss_coeff": 0.05, "entropy_coeff": 0.0, "model_config": {"vf_share_layers": True}},
         "IMPALA": {
@@ -112,14 +112,14 @@ RIVALS_BY_ENV: Dict[str, Dict[str, Dict[str, Any]]] = {
 }
 
 
-def rival_settings(algo: str, env: str) -> Dict[str, Any]:
+def rival_settings(algo: str, env: str) -> dict[str, Any]:
     """RLlib's tuned settings of ``algo`` for ``env``; an env without them is an error, not defaults."""
     if env not in RIVALS_BY_ENV:
         raise SystemExit(f"no rival settings for {env!r}; known: {', '.join(RIVALS_BY_ENV)}")
     return dict(RIVALS_BY_ENV[env].get(algo, {}))
 
 
-def impact_settings(env: str) -> Dict[str, Any]:
+def impact_settings(env: str) -> dict[str, Any]:
     """IMPACT_EXT's tuned example for ``env`` (tuned_examples/impact_ext/<env>.yaml)."""
     import yaml
 
@@ -128,7 +128,7 @@ def impact_settings(env: str) -> Dict[str, Any]:
     return dict(exp.get("config") or {})
 
 
-def build(algo: str, env: str, seed: int, num_env_runners: int, settings: Dict[str, Any]):
+def build(algo: str, env: str, seed: int, num_env_runners: int, settings: dict[str, Any]):
     """The algorithm with the benchmark's common resources and its own tuned settings."""
     from rllib_ext import registry
 
@@ -147,7 +147,7 @@ def build(algo: str, env: str, seed: int, num_env_runners: int, settings: Dict[s
     return config.build_algo()
 
 
-def race_one(algo: str, env: str, seed: int, target: float, budget_s: float, num_env_runners: int, settings) -> Dict:
+def race_one(algo: str, env: str, seed: int, target: float, budget_s: float, num_env_runners: int, settings) -> dict:
     """One run until the return reaches ``target`` or ``budget_s`` passes."""
     t_build = time.time()
     a = build(algo, env, seed, num_env_runners, settings)
@@ -167,7 +167,15 @@ def race_one(algo: str, env: str, seed: int, target: float, budget_s: float, num
     finally:
         wall = time.time() - t0
         a.stop()
-    out = dict(algo=algo, seed=seed, reached=reached, wall_s=round(wall, 2), env_steps=steps, best=float(best), build_s=round(build_s, 2))
+    out = dict(
+        algo=algo,
+        seed=seed,
+        reached=reached,
+        wall_s=round(wall, 2),
+        env_steps=steps,
+        best=float(best),
+        build_s=round(build_s, 2),
+    )
     print(json.dumps(out), flush=True)
     return out
 
@@ -203,11 +211,11 @@ def raw_rate(env: str, hidden=(64, 64), seconds: float = 5.0) -> float:
     return n / (time.time() - t0)
 
 
-def median_or_none(values: List[float]) -> Optional[float]:
+def median_or_none(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def summarize(runs: List[Dict], budget_s: float) -> Dict[str, Dict]:
+def summarize(runs: list[dict], budget_s: float) -> dict[str, dict]:
     """Per algorithm: runs reaching the target, median wall time/steps (budget if not reached)."""
     table = {}
     for algo in dict.fromkeys(r["algo"] for r in runs):
@@ -234,7 +242,10 @@ def cmd_race(args) -> int:
 
     import rllib_ext  # noqa: F401
 
-    settings = {algo: impact_settings(args.env) if algo == "IMPACT_EXT" else rival_settings(algo, args.env) for algo in args.algos}
+    settings = {
+        algo: impact_settings(args.env) if algo == "IMPACT_EXT" else rival_settings(algo, args.env)
+        for algo in args.algos
+    }
     for algo in settings:
         settings[algo].update(args.impact_set if algo == "IMPACT_EXT" else args.rival_set)
     logging.getLogger("ray.rllib").setLevel(logging.ERROR)
@@ -244,7 +255,9 @@ def cmd_race(args) -> int:
     runs = []
     for seed in args.seeds:
         for algo in args.algos:
-            runs.append(race_one(algo, args.env, seed, args.target, args.budget_s, args.num_env_runners, settings[algo]))
+            runs.append(
+                race_one(algo, args.env, seed, args.target, args.budget_s, args.num_env_runners, settings[algo])
+            )
     raw_end = raw_rate(args.env)
     ray.shutdown()
     table = summarize(runs, args.budget_s)
@@ -260,7 +273,7 @@ def render(args, table, runs, raw, raw_end) -> str:
         f"### {args.env}: time and env steps to return {args.target:g}",
         "",
         f"Command: `.venv/bin/python benchmarks/impact_vs_appo.py {' '.join(sys.argv[1:])}`  ",
-        f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: "
+        f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; machine: "
         f"{os.cpu_count()} cores; {args.num_env_runners} env runners (1 env each), learner in the "
         f"driver, seeds {' '.join(map(str, args.seeds))}, budget {args.budget_s:g} s per run.",
         "",
@@ -275,15 +288,23 @@ def render(args, table, runs, raw, raw_end) -> str:
         lines.append(
             f"| {algo} | {row['reached']} | {wall_s} | {steps_s} | {row['median_steps_per_s']:,.0f} | {row['best']} |"
         )
-    lines += ["", f"Raw env + policy (2x64 tanh MLP) in one plain process: {raw:,.0f} steps/s at the start, "
-              f"{raw_end:,.0f} at the end of the run.", ""]
+    lines += [
+        "",
+        f"Raw env + policy (2x64 tanh MLP) in one plain process: {raw:,.0f} steps/s at the start, "
+        f"{raw_end:,.0f} at the end of the run.",
+        "",
+    ]
     imp = table.get("IMPACT_EXT")
     for rival in ("APPO", "IMPALA", "PPO"):
         if imp and rival in table and table[rival]["median_wall_s"]:
             w = imp["median_wall_s"] / table[rival]["median_wall_s"]
             a, b = imp["median_env_steps"], table[rival]["median_env_steps"]
             s = f"{a / b:.2f}x" if a and b else "n/a (not reached by one of them)"
-            note = "" if (imp["all_reached"] and table[rival]["all_reached"]) else " (budget-capped runs counted as the budget: a bound)"
+            note = (
+                ""
+                if (imp["all_reached"] and table[rival]["all_reached"])
+                else " (budget-capped runs counted as the budget: a bound)"
+            )
             lines.append(f"- IMPACT_EXT / {rival}: median wall time {w:.2f}x{note}; env steps to target {s}")
     lines += ["", "<details><summary>per run</summary>", "", "```"]
     lines += [json.dumps(r) for r in runs]
@@ -319,7 +340,9 @@ def cmd_buffer_placement(args) -> int:
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
     config = (
-        IMPACTConfig().environment("CartPole-v1").env_runners(num_env_runners=0)
+        IMPACTConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0)
         .rl_module(model_config={"fcnet_hiddens": [64, 64]})
     )
     algo = config.build_algo()
@@ -454,11 +477,21 @@ def main(argv=None) -> int:
     p.add_argument("--budget-s", type=float, default=180.0)
     p.add_argument("--num-env-runners", type=int, default=2)
     p.add_argument("--algos", nargs="+", default=["IMPACT_EXT", "APPO", "IMPALA", "PPO"])
-    p.add_argument("--impact-set", action="append", default=[], metavar="KEY=JSON",
-                   help="override a setting of IMPACT_EXT's tuned example, e.g. --impact-set lr=3e-4 (repeatable)")
-    p.add_argument("--rival-set", action="append", default=[], metavar="KEY=JSON",
-                   help="override a setting of every rival (APPO, IMPALA, PPO), e.g. to give them the same "
-                        "model_config as IMPACT_EXT (repeatable)")
+    p.add_argument(
+        "--impact-set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="override a setting of IMPACT_EXT's tuned example, e.g. --impact-set lr=3e-4 (repeatable)",
+    )
+    p.add_argument(
+        "--rival-set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="override a setting of every rival (APPO, IMPALA, PPO), e.g. to give them the same "
+        "model_config as IMPACT_EXT (repeatable)",
+    )
     p.add_argument("--write-results", action="store_true")
     p.set_defaults(func=cmd_race)
     p = sub.add_parser("buffer-placement")
@@ -468,8 +501,13 @@ def main(argv=None) -> int:
     p.add_argument("--updates", type=int, default=100)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--impact-set", action="append", default=[], metavar="KEY=JSON")
-    p.add_argument("--profile", type=int, default=0, metavar="N",
-                   help="also print the N functions with the most own time (cProfile)")
+    p.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also print the N functions with the most own time (cProfile)",
+    )
     p.set_defaults(func=cmd_learner_step)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -22,9 +22,18 @@ SETTINGS = {
     "DFD_EXT": ("CartPole-v1", {"episodes_per_batch": 8, "policy_hiddens": [16, 16], "eval_episodes": 0}),
     "ES_EXT": ("CartPole-v1", {"episodes_per_batch": 8, "policy_hiddens": [16, 16]}),
     "IMPACT_EXT": ("CartPole-v1", {}),
-    "AESRL_EXT": ("Pendulum-v1", {"policy_hiddens": [16, 16], "critic_hiddens": [16, 16], "initial_steps": 400,
-                                  "rl_actor_steps": 50, "fixed_range": 250.0, "fitness_baseline": 250.0,
-                                  "mean_eval_episodes": 1}),
+    "AESRL_EXT": (
+        "Pendulum-v1",
+        {
+            "policy_hiddens": [16, 16],
+            "critic_hiddens": [16, 16],
+            "initial_steps": 400,
+            "rl_actor_steps": 50,
+            "fixed_range": 250.0,
+            "fitness_baseline": 250.0,
+            "mean_eval_episodes": 1,
+        },
+    ),
 }
 
 
@@ -52,8 +61,13 @@ def run(name: str, before: int, after: int, remove_node) -> dict:
         t0 = time.perf_counter()
         for _ in range(after):
             result = algo.train()
-        out.update(steps_after=env_steps(result), iters=result["training_iteration"], after_s=time.perf_counter() - t0,
-                   healthy_runners=algo.env_runner_group.num_healthy_remote_workers(), finished=True)
+        out.update(
+            steps_after=env_steps(result),
+            iters=result["training_iteration"],
+            after_s=time.perf_counter() - t0,
+            healthy_runners=algo.env_runner_group.num_healthy_remote_workers(),
+            finished=True,
+        )
         bb = result.get("blackbox", {})
         for key in ("runner_calls_lost_lifetime", "jobs_requeued_lifetime"):
             if key in bb:
@@ -79,17 +93,30 @@ def main():
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, logging_level=logging.WARNING)
         try:
-            rows.append(run(name, args.before, args.after, lambda: cluster.remove_node(workers[1])))
+            rows.append(
+                run(
+                    name,
+                    args.before,
+                    args.after,
+                    lambda cluster=cluster, workers=workers: cluster.remove_node(workers[1]),
+                )
+            )
         finally:
             ray.shutdown()
             cluster.shutdown()
         print(rows[-1], flush=True)
-    print("\n| algorithm | finished | iterations | env steps before -> after removal | runners healthy at end | counters |")
+    print(
+        "\n| algorithm | finished | iterations | env steps before -> after removal | runners healthy at end | counters |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        counters = {k: r[k] for k in ("runner_calls_lost_lifetime", "jobs_requeued_lifetime", "env_runner_restarts") if k in r}
-        print(f"| {r['algo']} | {r['finished']} {r.get('error', '')} | {r.get('iters', '-')} | "
-              f"{r.get('steps_before', '-')} -> {r.get('steps_after', '-')} | {r.get('healthy_runners', '-')} | {counters} |")
+        counters = {
+            k: r[k] for k in ("runner_calls_lost_lifetime", "jobs_requeued_lifetime", "env_runner_restarts") if k in r
+        }
+        print(
+            f"| {r['algo']} | {r['finished']} {r.get('error', '')} | {r.get('iters', '-')} | "
+            f"{r.get('steps_before', '-')} -> {r.get('steps_after', '-')} | {r.get('healthy_runners', '-')} | {counters} |"
+        )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,9 @@ OVERRIDES = {
 }
 
 
-def run_one(algo_name: str, env: str, mode: str, seed: int, budget: int, target: float, extra=None, curve_every=0) -> dict:
+def run_one(
+    algo_name: str, env: str, mode: str, seed: int, budget: int, target: float, extra=None, curve_every=0
+) -> dict:
     """One run; ``extra`` overrides settings (``--set``), ``curve_every`` > 0 prints a trace row every k iterations."""
     from rllib_ext import registry
 
@@ -65,8 +67,11 @@ def run_one(algo_name: str, env: str, mode: str, seed: int, budget: int, target:
             }
             rows.append(row)
             if curve_every and len(rows) % curve_every == 0:
-                print(f"  curve {algo_name} {mode} seed {seed}: steps {row['steps']} c_max {row['c_max']:.3f} "
-                      f"KL {row['kl']:.3f} far {row['far']:.3f} beta {row['beta']:.3f} return {row['return']:.0f}", flush=True)
+                print(
+                    f"  curve {algo_name} {mode} seed {seed}: steps {row['steps']} c_max {row['c_max']:.3f} "
+                    f"KL {row['kl']:.3f} far {row['far']:.3f} beta {row['beta']:.3f} return {row['return']:.0f}",
+                    flush=True,
+                )
             if reached is None and row["return"] >= target:
                 reached = (row["steps"], row["seconds"])
             if row["steps"] >= budget:
@@ -128,10 +133,20 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=int, default=40000, help="env steps per run")
     p.add_argument("--target", type=float, default=-250.0)
     p.add_argument("--out", default=None, help="also write the rows as JSON lines here")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
-                   help="override a training setting for every run, e.g. --set refer_A=1e-4 (repeatable)")
-    p.add_argument("--curve", type=int, default=0, metavar="K",
-                   help="print step, c_max, D_KL, far fraction, β and return every K iterations")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=JSON",
+        help="override a training setting for every run, e.g. --set refer_A=1e-4 (repeatable)",
+    )
+    p.add_argument(
+        "--curve",
+        type=int,
+        default=0,
+        metavar="K",
+        help="print step, c_max, D_KL, far fraction, β and return every K iterations",
+    )
     p.add_argument("--grad-only", action="store_true", help="only measure gradient steps per second at B 256")
     args = p.parse_args(argv)
     extra = parse_set(p, args.set)
@@ -144,7 +159,9 @@ def main(argv=None) -> int:
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     if args.grad_only:
         for algo_name in args.algos.split(","):
-            print(f"{algo_name}: {grad_steps_per_second(algo_name, args.env):.1f} gradient steps/s at B 256", flush=True)
+            print(
+                f"{algo_name}: {grad_steps_per_second(algo_name, args.env):.1f} gradient steps/s at B 256", flush=True
+            )
         ray.shutdown()
         return 0
     results = []
@@ -159,7 +176,9 @@ def main(argv=None) -> int:
                         f.write(json.dumps(res) + "\n")
     ray.shutdown()
 
-    print(f"\n{'algo':<11} {'mode':<7} {'seeds':>5} {'reached':>7} {'steps to target':>16} {'vs SAC':>7} {'final return':>13} {'far (D 0.1)':>11} {'KL first->last':>15} {'grad/s':>7}")
+    print(
+        f"\n{'algo':<11} {'mode':<7} {'seeds':>5} {'reached':>7} {'steps to target':>16} {'vs SAC':>7} {'final return':>13} {'far (D 0.1)':>11} {'KL first->last':>15} {'grad/s':>7}"
+    )
     for algo_name in args.algos.split(","):
         for mode in (args.modes or DEFAULT_MODES[algo_name]).split(","):
             rs = [r for r in results if r["algo"] == algo_name and r["mode"] == mode]

@@ -21,9 +21,19 @@ import ray
 SETTINGS = {
     "DFD_EXT": ("Hopper-v5", {"num_env_runners": 4, "num_cpus_per_env_runner": 0.25, "eval_episodes": 0}),
     "IMPACT_EXT": ("CartPole-v1", {"num_env_runners": 4, "num_cpus_per_env_runner": 0.25}),
-    "AESRL_EXT": ("Pendulum-v1", {"num_env_runners": 4, "num_cpus_per_env_runner": 0.25, "policy_hiddens": [64, 64],
-                                  "critic_hiddens": [64, 64], "fixed_range": 250.0, "fitness_baseline": 250.0,
-                                  "initial_steps": 1000, "rl_actor_steps": 200}),
+    "AESRL_EXT": (
+        "Pendulum-v1",
+        {
+            "num_env_runners": 4,
+            "num_cpus_per_env_runner": 0.25,
+            "policy_hiddens": [64, 64],
+            "critic_hiddens": [64, 64],
+            "fixed_range": 250.0,
+            "fitness_baseline": 250.0,
+            "initial_steps": 1000,
+            "rl_actor_steps": 200,
+        },
+    ),
 }
 
 
@@ -84,17 +94,29 @@ def soak(name: str, minutes: float, every: float) -> dict:
             result = algo.train()
             iters += 1
             if time.perf_counter() >= next_sample:
-                samples.append({"t": time.perf_counter() - t0, "driver": rss_mb(os.getpid()),
-                                "actors": ray_worker_rss_mb(), "store": object_store_used_mb(),
-                                "steps": result.get("env_runners", {}).get("num_env_steps_sampled_lifetime", 0)})
+                samples.append(
+                    {
+                        "t": time.perf_counter() - t0,
+                        "driver": rss_mb(os.getpid()),
+                        "actors": ray_worker_rss_mb(),
+                        "store": object_store_used_mb(),
+                        "steps": result.get("env_runners", {}).get("num_env_steps_sampled_lifetime", 0),
+                    }
+                )
                 print(name, {k: round(float(v), 1) for k, v in samples[-1].items()}, flush=True)
                 next_sample += every
     finally:
         algo.stop()
     warm = samples[min(1, len(samples) - 1)]  # after the first interval: caches, replay filled
     end = samples[-1]
-    return {"algo": name, "iters": iters, "warm": warm, "end": end,
-            "max_driver": max(s["driver"] for s in samples), "max_actors": max(s["actors"] for s in samples)}
+    return {
+        "algo": name,
+        "iters": iters,
+        "warm": warm,
+        "end": end,
+        "max_driver": max(s["driver"] for s in samples),
+        "max_actors": max(s["actors"] for s in samples),
+    }
 
 
 def main():
@@ -107,15 +129,19 @@ def main():
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
     rows = [soak(name, args.minutes, args.every) for name in args.algos]
     ray.shutdown()
-    print(f"\n| algorithm | minutes | env steps | driver RSS MB warm -> end (max) | actors RSS MB warm -> end (max) | "
-          f"object store MB warm -> end | flat (< {args.tolerance_mb:.0f} MB growth) |")
+    print(
+        f"\n| algorithm | minutes | env steps | driver RSS MB warm -> end (max) | actors RSS MB warm -> end (max) | "
+        f"object store MB warm -> end | flat (< {args.tolerance_mb:.0f} MB growth) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         w, e = r["warm"], r["end"]
         flat = e["driver"] - w["driver"] < args.tolerance_mb and e["actors"] - w["actors"] < args.tolerance_mb
-        print(f"| {r['algo']} | {args.minutes:.0f} | {int(e['steps'])} | {w['driver']:.0f} -> {e['driver']:.0f} "
-              f"({r['max_driver']:.0f}) | {w['actors']:.0f} -> {e['actors']:.0f} ({r['max_actors']:.0f}) | "
-              f"{w['store']:.1f} -> {e['store']:.1f} | {'yes' if flat else 'NO'} |")
+        print(
+            f"| {r['algo']} | {args.minutes:.0f} | {int(e['steps'])} | {w['driver']:.0f} -> {e['driver']:.0f} "
+            f"({r['max_driver']:.0f}) | {w['actors']:.0f} -> {e['actors']:.0f} ({r['max_actors']:.0f}) | "
+            f"{w['store']:.1f} -> {e['store']:.1f} | {'yes' if flat else 'NO'} |"
+        )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,8 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 USAGE_ERROR = 2
 RUN_FAILED = 1
@@ -52,10 +53,10 @@ def read_yaml(path: str, what: str) -> Any:
         with open(path) as f:
             return yaml.safe_load(f)
     except yaml.YAMLError as e:
-        raise CLIError(f"{what} {path} is not valid YAML: {_first_line(e)}")
+        raise CLIError(f"{what} {path} is not valid YAML: {_first_line(e)}") from None
 
 
-def load_config_file(path: str, option: str) -> Dict[str, Any]:
+def load_config_file(path: str, option: str) -> dict[str, Any]:
     """``@FILE.yaml``: a ``configs/*.yaml`` file's ``config:`` block (or the whole mapping)."""
     doc = read_yaml(path, option)
     if isinstance(doc, dict) and isinstance(doc.get("config"), dict):
@@ -65,7 +66,7 @@ def load_config_file(path: str, option: str) -> Dict[str, Any]:
     return doc
 
 
-def parse_json_dict(text: Optional[str], option: str) -> Dict[str, Any]:
+def parse_json_dict(text: str | None, option: str) -> dict[str, Any]:
     """Parses ``--config``/``--stop`` JSON (or ``@FILE.yaml``) into a dict, or raises CLIError."""
     if text is None or text == "":
         return {}
@@ -74,25 +75,25 @@ def parse_json_dict(text: Optional[str], option: str) -> Dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise CLIError(f"{option} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno}): {text!r}")
+        raise CLIError(f"{option} is not valid JSON ({e.msg} at line {e.lineno} column {e.colno}): {text!r}") from None
     if not isinstance(value, dict):
         raise CLIError(f"{option} must be a JSON object like '{{\"key\": value}}', got {type(value).__name__}")
     return value
 
 
-def parse_config_options(values: Optional[List[str]]) -> Dict[str, Any]:
+def parse_config_options(values: list[str] | None) -> dict[str, Any]:
     """Merges repeated ``--config`` options (JSON or @FILE.yaml) in order; later keys win.
 
     Old RLlib keys are renamed (one notice line each) or rejected, see :mod:`rllib_ext.legacy`.
     """
-    merged: Dict[str, Any] = {}
+    merged: dict[str, Any] = {}
     for text in values or []:
         where = f"--config {text}" if text.startswith("@") else "--config"
         merged.update(translate_config(parse_json_dict(text, "--config"), where))
     return merged
 
 
-def translate_config(config: Dict[str, Any], where: str) -> Dict[str, Any]:
+def translate_config(config: dict[str, Any], where: str) -> dict[str, Any]:
     """``config`` with old RLlib keys renamed (a ``rllib: note:`` line each), or a CLIError."""
     from rllib_ext.legacy import OldKeyError, translate_old_keys
 
@@ -102,7 +103,7 @@ def translate_config(config: Dict[str, Any], where: str) -> Dict[str, Any]:
         raise CLIError(str(e)) from None
 
 
-def explicit_env_runners(values: Optional[List[str]]) -> bool:
+def explicit_env_runners(values: list[str] | None) -> bool:
     """Whether a ``--config`` JSON (not an @FILE) sets the number of env runners itself."""
     from rllib_ext.legacy import RENAMED
 
@@ -138,12 +139,12 @@ def check_env_id(env: str) -> None:
     raise CLIError(f"unknown environment {env!r}: {reason}")
 
 
-def normalize_stop(stop: Dict[str, Any]) -> Dict[str, Any]:
+def normalize_stop(stop: dict[str, Any]) -> dict[str, Any]:
     """Maps old metric names (``episode_reward_mean``, ``timesteps_total``) to 2.60 keys."""
     return {METRIC_ALIASES.get(k, k): v for k, v in stop.items()}
 
 
-def check_stop(stop: Dict[str, Any], what: str) -> Dict[str, Any]:
+def check_stop(stop: dict[str, Any], what: str) -> dict[str, Any]:
     """The normalized stop criteria, or a CLIError naming a value that is not a number."""
     stop = normalize_stop(stop)
     for key, value in stop.items():
@@ -168,14 +169,14 @@ class StopCriteria:
     ``FunctionStopper``), so the CLI does not import Tune before it needs to.
     """
 
-    def __init__(self, criteria: Dict[str, float], warn_after: int = 3, stream=None):
+    def __init__(self, criteria: dict[str, float], warn_after: int = 3, stream=None):
         self.criteria = normalize_stop(criteria)
         self.warn_after = warn_after
         self.stream = stream
         self._seen: set = set()
         self._warned: set = set()
 
-    def __call__(self, trial_id: str, result: Dict[str, Any]) -> bool:
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         from ray.tune.utils import flatten_dict
 
         flat = flatten_dict(result, delimiter="/")
@@ -186,7 +187,9 @@ class StopCriteria:
                 stop = stop or flat[key] >= value
             elif key not in self._seen and key not in self._warned and self._should_have_appeared(flat):
                 self._warned.add(key)
-                close = difflib.get_close_matches(key, [k for k in flat if not k.startswith("config/")], n=3, cutoff=0.5)
+                close = difflib.get_close_matches(
+                    key, [k for k in flat if not k.startswith("config/")], n=3, cutoff=0.5
+                )
                 hint = f"; closest result keys: {', '.join(close)}" if close else ""
                 print(
                     f"rllib: warning: stop criterion {key!r} is not in the results after "
@@ -196,7 +199,7 @@ class StopCriteria:
                 )
         return stop
 
-    def _should_have_appeared(self, flat: Dict[str, Any]) -> bool:
+    def _should_have_appeared(self, flat: dict[str, Any]) -> bool:
         iteration = flat.get("training_iteration", 0) or 0
         episodes = flat.get("env_runners/num_episodes_lifetime", 0) or 0
         return (iteration >= self.warn_after and episodes > 0) or iteration >= 10 * self.warn_after
@@ -204,11 +207,11 @@ class StopCriteria:
 
 def build_config(
     algo_cls,
-    env: Optional[str],
-    overrides: Dict[str, Any],
+    env: str | None,
+    overrides: dict[str, Any],
     *,
-    num_env_runners: Optional[int] = None,
-    seed: Optional[int] = None,
+    num_env_runners: int | None = None,
+    seed: int | None = None,
 ):
     """Default config of ``algo_cls`` with the env and overrides applied and validated.
 
@@ -255,7 +258,7 @@ def build_config(
     except CLIError:
         raise
     except Exception as e:  # validate() raises ValueError; setters may raise TypeError
-        raise CLIError(f"invalid config for {algo_cls.__name__}: {_first_line(e)}")
+        raise CLIError(f"invalid config for {algo_cls.__name__}: {_first_line(e)}") from None
     return config
 
 
@@ -267,7 +270,7 @@ def _first_line(e: BaseException) -> str:
 # ---------------------------------------------------------------------------------------------
 # Ray / Tune.
 # ---------------------------------------------------------------------------------------------
-def init_ray(address: Optional[str], num_cpus: Optional[int]) -> None:
+def init_ray(address: str | None, num_cpus: int | None) -> None:
     """Connects to ``address`` (a cluster, or 'auto') or starts a local Ray; reuses a running one."""
     import ray
 
@@ -376,10 +379,10 @@ def _progress_callback():
 def run_experiment(
     algo: str,
     config,
-    stop: Dict[str, Any],
+    stop: dict[str, Any],
     *,
-    name: Optional[str],
-    storage_path: Optional[str],
+    name: str | None,
+    storage_path: str | None,
     num_samples: int = 1,
     checkpoint_freq: int = 0,
     checkpoint_at_end: bool = False,
@@ -435,9 +438,7 @@ def cmd_train(args) -> int:
     algo_cls = resolve_algorithm(args.algo)
     overrides = parse_config_options(args.config)
     stop = check_stop(parse_json_dict(args.stop, "--stop"), "--stop")
-    config = build_config(
-        algo_cls, args.env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
-    )
+    config = build_config(algo_cls, args.env, overrides, num_env_runners=args.num_env_runners, seed=args.seed)
     init_ray(args.ray_address, args.num_cpus)
     explicit = args.num_env_runners is not None or explicit_env_runners(args.config)
     fit_env_runners(args.algo, algo_cls, config, explicit=explicit)
@@ -454,7 +455,7 @@ def cmd_train(args) -> int:
     )
 
 
-def load_experiments(path: str) -> List[Tuple[str, Dict[str, Any]]]:
+def load_experiments(path: str) -> list[tuple[str, dict[str, Any]]]:
     """Reads an old-format tuned example: ``{name: {run, env, stop, config}}``.
 
     ``env`` may also sit inside ``config``. Raises CLIError for a missing file, bad YAML, or an
@@ -489,9 +490,7 @@ def cmd_train_file(args) -> int:
         exp_config = translate_config(exp_config, f"{args.file}: experiment {exp_name!r}")
         overrides = {**exp_config, **config_override}
         env = exp.get("env") or overrides.get("env")
-        config = build_config(
-            algo_cls, env, overrides, num_env_runners=args.num_env_runners, seed=args.seed
-        )
+        config = build_config(algo_cls, env, overrides, num_env_runners=args.num_env_runners, seed=args.seed)
         exp_stop = exp.get("stop") or {}
         if not isinstance(exp_stop, dict):
             raise CLIError(f"{args.file}: experiment {exp_name!r}: 'stop' must be a mapping, got {exp_stop!r}")
@@ -551,9 +550,11 @@ def load_checkpoint_config(checkpoint: str):
         algo_cls = saved["class"]
         config_dict = saved["ctor_args_and_kwargs"][0][0]
     except Exception as e:
-        raise CLIError(f"cannot read the algorithm config in {checkpoint}: {_first_line(e)}")
+        raise CLIError(f"cannot read the algorithm config in {checkpoint}: {_first_line(e)}") from None
     config = algo_cls.get_default_config()
-    config = config.update_from_dict(config_dict) if isinstance(config_dict, dict) else config_dict.copy(copy_frozen=False)
+    config = (
+        config.update_from_dict(config_dict) if isinstance(config_dict, dict) else config_dict.copy(copy_frozen=False)
+    )
     return algo_cls, config
 
 
@@ -580,7 +581,7 @@ def cmd_evaluate(args) -> int:
     try:
         algo = config.build_algo()
     except Exception as e:
-        raise CLIError(f"could not rebuild {algo_cls.__name__} from {checkpoint}: {_first_line(e)}")
+        raise CLIError(f"could not rebuild {algo_cls.__name__} from {checkpoint}: {_first_line(e)}") from None
     try:
         algo.restore_from_path(checkpoint)
         runner = algo.env_runner
@@ -641,7 +642,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "--config",
         action="append",
         help="config overrides: a JSON object like '{\"lr\": 0.001}', or @FILE.yaml (e.g. @configs/es.yaml); "
-        "may be repeated, later ones win (--config @configs/cemrl.yaml --config '{\"mode\": \"parallel\"}')",
+        'may be repeated, later ones win (--config @configs/cemrl.yaml --config \'{"mode": "parallel"}\')',
     )
     p.add_argument("--stop", help="JSON stop criteria, e.g. '{\"training_iteration\": 10}'")
     p.add_argument("--num-samples", type=int, default=1, help="Tune samples per experiment")
@@ -661,9 +662,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
 def _add_ray_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ray-address", help="connect to a running Ray cluster ('auto' or HOST:PORT)")
     p.add_argument("--num-cpus", type=int, help="CPUs for a local Ray (default: all cores)")
-    p.add_argument(
-        "--verbose", action="store_true", help="show Ray's and RLlib's known noise too (hidden by default)"
-    )
+    p.add_argument("--verbose", action="store_true", help="show Ray's and RLlib's known noise too (hidden by default)")
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -719,9 +718,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def make_train_file_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="rllib train file", description="Run a tuned example (RLlib's YAML format)."
-    )
+    p = argparse.ArgumentParser(prog="rllib train file", description="Run a tuned example (RLlib's YAML format).")
     p.add_argument("file", help="YAML: {name: {run, env, stop, config}}")
     _add_run_options(p)
     p.set_defaults(func=cmd_train_file)
@@ -733,7 +730,7 @@ def make_train_file_parser() -> argparse.ArgumentParser:
 _QUIET = None
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rllib`` console script; returns the exit status."""
     global _QUIET
     from rllib_ext.quiet import Quiet
@@ -760,7 +757,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if _QUIET is not None:
             _QUIET.uninstall()
             if _QUIET.hidden:
-                print(f"rllib: hid {_QUIET.hidden} lines of known framework noise (--verbose shows them)", file=sys.stderr)
+                print(
+                    f"rllib: hid {_QUIET.hidden} lines of known framework noise (--verbose shows them)", file=sys.stderr
+                )
             _QUIET = None
 
 
