@@ -4,7 +4,7 @@ Usage (one Ray job at a time, on a quiet machine)::
 
     .venv/bin/python benchmarks/impact_vs_appo.py race [--env CartPole-v1] [--target 450]
         [--seeds 0 1 2] [--budget-s 180] [--num-env-runners 2] [--algos IMPACT_EXT APPO ...]
-        [--impact-set KEY=JSON ...] [--rival-set KEY=JSON ...] [--write-results]
+        [--impact-set KEY=JSON ...] [--rival-set KEY=JSON ...]
     .venv/bin/python benchmarks/impact_vs_appo.py buffer-placement
     .venv/bin/python benchmarks/impact_vs_appo.py learner-step [--env CartPole-v1] [--profile 25]
 
@@ -27,8 +27,9 @@ plain object) or in a ``ray.remote(num_cpus=0)`` replay actor, for real CartPole
 ``learner-step`` splits one IMPACT_EXT learner update into the torch step, RLlib's
 ``Learner.update`` around it, and the whole ``impact_update`` call (optionally with a profile).
 
-``--write-results`` replaces the IMPACT section of benchmarks/RESULTS.md with the tables,
-the command and the date.
+``race`` judges smoothed *training* returns and prints its tables; it writes no results. Races
+whose results are kept run through ``benchmarks/harness/race.py`` (evaluation returns, rows of
+data, IQM with bootstrap CIs), and ``make bench-report`` turns them into benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -50,10 +51,6 @@ os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-RESULTS = os.path.join(HERE, "RESULTS.md")
-BEGIN, END = "<!-- IMPACT_EXT begin -->", "<!-- IMPACT_EXT end -->"
-SECTION = "## IMPACT_EXT vs APPO / IMPALA / PPO (`benchmarks/impact_vs_appo.py`)"
-PENDING = SECTION + "\n\n(pending)\n"
 RETURN_KEY = ("env_runners", "episode_return_mean")
 
 # RLlib's tuned settings (new API stack) for the rivals, per env: rllib/tuned_examples/
@@ -263,8 +260,6 @@ def cmd_race(args) -> int:
     table = summarize(runs, args.budget_s)
     md = render(args, table, runs, raw, raw_end)
     print(md)
-    if args.write_results:
-        write_section(md)
     return 0
 
 
@@ -310,23 +305,6 @@ def render(args, table, runs, raw, raw_end) -> str:
     lines += [json.dumps(r) for r in runs]
     lines += ["```", "</details>", ""]
     return "\n".join(lines)
-
-
-def write_section(md: str, title: str = SECTION) -> None:
-    """Replaces (or appends) the IMPACT section of RESULTS.md; other sections stay."""
-    text = open(RESULTS).read() if os.path.exists(RESULTS) else "# Benchmark results\n"
-    block = f"{BEGIN}\n{md}\n{END}"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        text = head + block + tail
-    elif PENDING in text:
-        text = text.replace(PENDING, f"{PENDING.split(chr(10))[0]}\n\n{block}\n", 1)
-    else:
-        text = text.rstrip("\n") + f"\n\n{title}\n\n{block}\n"
-    with open(RESULTS, "w") as f:
-        f.write(text)
-    print(f"wrote {RESULTS}")
 
 
 def cmd_buffer_placement(args) -> int:
@@ -492,7 +470,6 @@ def main(argv=None) -> int:
         help="override a setting of every rival (APPO, IMPALA, PPO), e.g. to give them the same "
         "model_config as IMPACT_EXT (repeatable)",
     )
-    p.add_argument("--write-results", action="store_true")
     p.set_defaults(func=cmd_race)
     p = sub.add_parser("buffer-placement")
     p.set_defaults(func=cmd_buffer_placement)
