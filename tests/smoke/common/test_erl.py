@@ -3,31 +3,15 @@
 import numpy as np
 import ray
 
-from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
 from rllib_ext.common.population import gaussian_individual
-
-# Actor and critics of different sizes on purpose (the critic worker holds both).
-TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, rl_actor_steps=20, initial_steps=400)
-
-
-def aesrl_config(**kw):
-    settings = dict(TINY, critic_steps_per_call=50, fixed_range=200.0, fitness_baseline=200.0, mean_eval_episodes=1)
-    settings.update(kw)
-    return (
-        AESRLConfig()
-        .environment("Pendulum-v1")
-        .env_runners(num_env_runners=2)
-        .training(**settings)
-        .reporting(min_time_s_per_iteration=None)
-        .debugging(seed=0)
-    )
+from tests.builders import small_aesrl_config
 
 
 def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     from rllib_ext.common.erl import ERLEnvRunner
     from rllib_ext.common.replay.transitions import ReplayActor
 
-    cfg = aesrl_config()
+    cfg = small_aesrl_config()
     runner = ERLEnvRunner(config=cfg)
     mu = runner.module.get_flat()
     var = np.full_like(mu, 1e-2)

@@ -5,20 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rllib_ext import CVESConfig
-
-VAR_ENV = "rllib_ext/VariableLength-v0"
-
-
-def small_config(runners=2, env_config=None, **training):
-    training = {"policy_hiddens": [8], **training}
-    return (
-        CVESConfig()
-        .environment(VAR_ENV, env_config=env_config or {"continuous": True, "min_len": 5, "max_len": 15})
-        .env_runners(num_env_runners=runners)
-        .training(**training)
-        .debugging(seed=0)
-    )
+from tests.builders import small_cves_config
 
 
 def mean_return_fraction(config, max_updates, target=None):
@@ -54,17 +41,17 @@ LEARNING = dict(
 
 
 def test_learns_the_variable_length_task_and_the_es_switch_runs(ray_session):
-    best, _, updates, result = mean_return_fraction(small_config(**LEARNING), max_updates=500, target=0.65)
+    best, _, updates, result = mean_return_fraction(small_cves_config(**LEARNING), max_updates=500, target=0.65)
     print(f"CVES: {best:.2f} of the optimum after {updates} updates")
     assert best >= 0.65, f"CVES_EXT reached only {best:.2f} of the optimal return in {updates} updates"
     assert result["blackbox"]["cv_pg_bytes_per_episode"] == 4 * 34  # one ĝ^pg (γ frozen), d = 34
-    _, _, es_updates, result = mean_return_fraction(small_config(control_variate=False, **LEARNING), max_updates=1)
+    _, _, es_updates, result = mean_return_fraction(small_cves_config(control_variate=False, **LEARNING), max_updates=1)
     assert es_updates >= 1 and "cv_var_ratio" not in result["blackbox"]
 
 
 @pytest.mark.learning_long
 def test_control_variate_beats_the_es_switch_on_the_same_budget(ray_session):
     """Not in CI (~2 × 100–300 updates): CV reaches 0.65 while ES with the same policy stays lower."""
-    best, _, updates, _ = mean_return_fraction(small_config(**LEARNING), max_updates=500, target=0.65)
-    _, es_last, _, _ = mean_return_fraction(small_config(control_variate=False, **LEARNING), max_updates=updates)
+    best, _, updates, _ = mean_return_fraction(small_cves_config(**LEARNING), max_updates=500, target=0.65)
+    _, es_last, _, _ = mean_return_fraction(small_cves_config(control_variate=False, **LEARNING), max_updates=updates)
     assert best >= 0.65 and es_last < best, f"ES {es_last:.2f} vs CVES {best:.2f} after {updates} updates"

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-from rllib_ext import ESConfig
-
-VAR_ENV = "rllib_ext/VariableLength-v0"
-
-
-def small_config(env=VAR_ENV, env_config=None, runners=1, **training):
-    training = {"episodes_per_batch": 8, "policy_hiddens": [8], **training}
-    return (
-        ESConfig()
-        .environment(env, env_config={"min_len": 5, "max_len": 15} if env_config is None else env_config)
-        .env_runners(num_env_runners=runners)
-        .training(**training)
-        .debugging(seed=0)
-        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
-    )
+from tests.builders import small_es_config
 
 
 def test_learns_the_variable_length_task(ray_session):
     """Short CI learning test: random play gets ~50% of the optimal return (= episode length)."""
-    config = small_config(
+    config = small_es_config(
         env_config={"min_len": 10, "max_len": 30}, episodes_per_batch=20, noise_stdev=0.1, lr=0.05, eval_episodes=4
     )
     algo = config.build_algo()

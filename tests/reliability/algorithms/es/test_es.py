@@ -6,31 +6,17 @@ import numpy as np
 import pytest
 import ray
 
-from rllib_ext import ESConfig
-
-VAR_ENV = "rllib_ext/VariableLength-v0"
-
-
-def small_config(env=VAR_ENV, env_config=None, runners=1, **training):
-    training = {"episodes_per_batch": 8, "policy_hiddens": [8], **training}
-    return (
-        ESConfig()
-        .environment(env, env_config={"min_len": 5, "max_len": 15} if env_config is None else env_config)
-        .env_runners(num_env_runners=runners)
-        .training(**training)
-        .debugging(seed=0)
-        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
-    )
+from tests.builders import small_es_config
 
 
 def test_wrong_action_space_is_a_clear_error(ray_session):
-    config = small_config(env="CartPole-v1", env_config={}, policy_head="gaussian_2a")
+    config = small_es_config(env="CartPole-v1", env_config={}, policy_head="gaussian_2a")
     with pytest.raises(Exception, match="needs a Box action space"):
         config.build_algo()
 
 
 def test_killed_runner_mid_batch_batch_completes_and_loss_is_counted(ray_session):
-    config = small_config(
+    config = small_es_config(
         runners=2,
         episodes_per_batch=16,
         perturbations_per_call=1,
@@ -62,7 +48,7 @@ def test_killed_runner_mid_batch_batch_completes_and_loss_is_counted(ray_session
 
 
 def test_faulty_env_episodes_are_counted_and_skipped_not_learned_from(ray_session):
-    config = small_config(env="rllib_ext/Faulty-v0", env_config={"fault": "nan_obs", "fault_prob": 0.3})
+    config = small_es_config(env="rllib_ext/Faulty-v0", env_config={"fault": "nan_obs", "fault_prob": 0.3})
     algo = config.build_algo()
     try:
         for _ in range(3):
@@ -75,7 +61,7 @@ def test_faulty_env_episodes_are_counted_and_skipped_not_learned_from(ray_sessio
 
 
 def test_env_that_always_fails_stops_with_a_clear_error(ray_session):
-    algo = small_config(env="rllib_ext/Faulty-v0", env_config={"fault": "raise", "fault_prob": 1.0}).build_algo()
+    algo = small_es_config(env="rllib_ext/Faulty-v0", env_config={"fault": "raise", "fault_prob": 1.0}).build_algo()
     try:
         with pytest.raises(Exception, match="env keeps failing"):
             algo.train()

@@ -3,23 +3,7 @@
 import numpy as np
 import ray
 
-from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
-
-# Actor and critics of different sizes on purpose (the critic worker holds both).
-TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, rl_actor_steps=20, initial_steps=400)
-
-
-def aesrl_config(**kw):
-    settings = dict(TINY, critic_steps_per_call=50, fixed_range=200.0, fitness_baseline=200.0, mean_eval_episodes=1)
-    settings.update(kw)
-    return (
-        AESRLConfig()
-        .environment("Pendulum-v1")
-        .env_runners(num_env_runners=2)
-        .training(**settings)
-        .reporting(min_time_s_per_iteration=None)
-        .debugging(seed=0)
-    )
+from tests.builders import small_aesrl_config
 
 
 def train_until(algo, predicate, max_iters=40):
@@ -34,7 +18,7 @@ def train_until(algo, predicate, max_iters=40):
 
 
 def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
-    algo = aesrl_config(initial_steps=200).build_algo()
+    algo = small_aesrl_config(initial_steps=200).build_algo()
     try:
         result = train_until(
             algo,
@@ -94,7 +78,7 @@ def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
 
 def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session):
     """The other f(μ) estimate and rule pair end to end (every rule is unit-tested in test_aesrl_rules)."""
-    algo = aesrl_config(
+    algo = small_aesrl_config(
         mean_rule="one_plus_one",
         variance_rule="success_rule",
         mean_fitness="interpolate",
@@ -112,7 +96,7 @@ def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session)
 def test_aesrl_critic_floor_holds_individuals_until_the_critic_catches_up(ray_session):
     """critic_min_steps_per_env_step: no individual starts while the critic is below its floor."""
     floor, per_call = 1.0, 50
-    algo = aesrl_config(
+    algo = small_aesrl_config(
         initial_steps=400, critic_min_steps_per_env_step=floor, critic_steps_per_call=per_call
     ).build_algo()
     try:

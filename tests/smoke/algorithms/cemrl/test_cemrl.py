@@ -5,9 +5,7 @@ import pytest
 import ray
 
 from rllib_ext.algorithms.cemrl.cemrl import CEMRLConfig
-
-# Actor and critics of different sizes on purpose (the critic worker holds both).
-TINY = dict(policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, rl_actor_steps=20, initial_steps=400)
+from tests.builders import TINY_ERL
 
 
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
@@ -16,7 +14,7 @@ def test_cemrl_generations(ray_session, tmp_path, mode):
         CEMRLConfig()
         .environment("Pendulum-v1")
         .env_runners(num_env_runners=2)
-        .training(mode=mode, population_size=4, rl_population=2, **TINY)
+        .training(mode=mode, population_size=4, rl_population=2, **TINY_ERL)
         .reporting(min_time_s_per_iteration=None)
         .debugging(seed=0)
     )

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext import CVESConfig, cli
+from rllib_ext import cli
 from rllib_ext.algorithms.cves import cves_learner as cv
-
-VAR_ENV = "rllib_ext/VariableLength-v0"
-
-
-def small_config(runners=2, env_config=None, **training):
-    training = {"policy_hiddens": [8], **training}
-    return (
-        CVESConfig()
-        .environment(VAR_ENV, env_config=env_config or {"continuous": True, "min_len": 5, "max_len": 15})
-        .env_runners(num_env_runners=runners)
-        .training(**training)
-        .debugging(seed=0)
-    )
+from tests.builders import small_cves_config
 
 
 def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys):
-    algo = small_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
+    algo = small_cves_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
     try:
         for _ in range(2):
             result = algo.train()
@@ -39,7 +27,7 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
     finally:
         algo.stop()
 
-    restored = small_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
+    restored = small_cves_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
     try:
         restored.restore_from_path(ckpt)
         np.testing.assert_array_equal(restored.theta, theta)

@@ -4,23 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext.algorithms.dfd.dfd import DFDConfig
-
-
-def small_config(**training):
-    training = {"episodes_per_batch": 8, "policy_hiddens": [8], "noise_stdev": 0.1, **training}
-    return (
-        DFDConfig()
-        .environment("rllib_ext/VariableLength-v0", env_config={"min_len": 10, "max_len": 30})
-        .env_runners(num_env_runners=2)
-        .training(**training)
-        .debugging(seed=0)
-        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
-    )
+from tests.builders import small_dfd_config
 
 
 def test_train_checkpoint_round_trip_and_continue(ray_session, tmp_path):
-    algo = small_config(optimizer="dsgd", lr=0.05).build_algo()
+    algo = small_dfd_config(optimizer="dsgd", lr=0.05).build_algo()
     try:
         result = algo.train()
         assert result["blackbox"]["update_index"] == 1
@@ -34,7 +22,7 @@ def test_train_checkpoint_round_trip_and_continue(ray_session, tmp_path):
     finally:
         algo.stop()
 
-    restored = small_config(optimizer="dsgd", lr=0.05).build_algo()
+    restored = small_dfd_config(optimizer="dsgd", lr=0.05).build_algo()
     try:
         restored.restore_from_path(ckpt)
         assert restored.update_index == u

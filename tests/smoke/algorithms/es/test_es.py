@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext import ESConfig, cli
-
-VAR_ENV = "rllib_ext/VariableLength-v0"
-
-
-def small_config(env=VAR_ENV, env_config=None, runners=1, **training):
-    training = {"episodes_per_batch": 8, "policy_hiddens": [8], **training}
-    return (
-        ESConfig()
-        .environment(env, env_config={"min_len": 5, "max_len": 15} if env_config is None else env_config)
-        .env_runners(num_env_runners=runners)
-        .training(**training)
-        .debugging(seed=0)
-        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
-    )
+from rllib_ext import cli
+from tests.builders import small_es_config
 
 
 def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys):
-    algo = small_config(optimizer="dsgd", eval_episodes=2).build_algo()
+    algo = small_es_config(optimizer="dsgd", eval_episodes=2).build_algo()
     try:
         for _ in range(2):
             result = algo.train()
@@ -37,7 +24,7 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
     finally:
         algo.stop()
 
-    restored = small_config(optimizer="dsgd", eval_episodes=2).build_algo()
+    restored = small_es_config(optimizer="dsgd", eval_episodes=2).build_algo()
     try:
         restored.restore_from_path(ckpt)
         np.testing.assert_array_equal(restored.theta, theta)

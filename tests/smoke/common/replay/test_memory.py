@@ -5,16 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rllib_ext.common.replay import ReplayMemory
-
-
-def _episode(T, rng, d_s=3, d_a=2, terminated=False):
-    return dict(
-        obs=rng.standard_normal((T + 1, d_s)),
-        actions=rng.standard_normal((T, d_a)),
-        rewards=rng.standard_normal(T),
-        mu=np.concatenate([np.zeros((T, d_a)), np.ones((T, d_a))], 1),
-        terminated=terminated,
-    )
+from tests.replay_data import replay_episode
 
 
 def test_replay_memory_as_ray_actor(ray_session):
@@ -24,7 +15,7 @@ def test_replay_memory_as_ray_actor(ray_session):
     actor = Remote.remote(capacity=50, gamma=0.9, seed=0)
     rng = np.random.default_rng(7)
     for T in (10, 20):
-        ray.get(actor.add_episode.remote(**_episode(T, rng)))
+        ray.get(actor.add_episode.remote(**replay_episode(T, rng)))
     assert ray.get(actor.__len__.remote()) == 30
     batch = ray.get(actor.sample.remote(16))
     ray.get(actor.write_back.remote(batch["idx"], rho=np.full(16, 10.0), values=np.zeros(16)))

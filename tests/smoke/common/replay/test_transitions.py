@@ -5,17 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rllib_ext.common.replay import ReplayActor
-
-
-def _rows(start, n, obs_dim=2):
-    i = np.arange(start, start + n, dtype=np.float32)
-    return (
-        np.stack([i] * obs_dim, 1),
-        i[:, None],
-        i,
-        np.stack([i + 0.5] * obs_dim, 1),
-        (i % 2 == 0).astype(np.float32),
-    )
+from tests.replay_data import transition_rows
 
 
 def test_replay_actor_across_processes(ray_session):
@@ -34,8 +24,8 @@ def test_replay_actor_across_processes(ray_session):
 
         return ray.get(actor.sample.remote(4, 3))
 
-    assert ray.get(writer.remote(replay, _rows(0, 10))) == 10
-    assert ray.get(writer.remote(replay, _rows(100, 10))) == 20
+    assert ray.get(writer.remote(replay, transition_rows(0, 10))) == 10
+    assert ray.get(writer.remote(replay, transition_rows(100, 10))) == 20
     s = ray.get(reader.remote(replay))
     assert s["obs"].shape == (3, 4, 2)
     assert set(np.unique(s["rewards"])) <= set(range(10)) | set(range(100, 110))

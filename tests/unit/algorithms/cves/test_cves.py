@@ -6,19 +6,7 @@ import pytest
 
 from rllib_ext import CVESConfig
 from rllib_ext.common.blackbox import BlackBoxEnvRunner
-
-VAR_ENV = "rllib_ext/VariableLength-v0"
-
-
-def small_config(runners=2, env_config=None, **training):
-    training = {"policy_hiddens": [8], **training}
-    return (
-        CVESConfig()
-        .environment(VAR_ENV, env_config=env_config or {"continuous": True, "min_len": 5, "max_len": 15})
-        .env_runners(num_env_runners=runners)
-        .training(**training)
-        .debugging(seed=0)
-    )
+from tests.builders import small_cves_config
 
 
 @pytest.mark.parametrize(
@@ -36,14 +24,14 @@ def small_config(runners=2, env_config=None, **training):
 )
 def test_invalid_settings_fail_validate(training, match):
     with pytest.raises(ValueError, match=match):
-        small_config(**training).validate()
+        small_cves_config(**training).validate()
 
 
 def test_runner_class_and_baseline_settings_validate():
     with pytest.raises(ValueError, match="CVESEnvRunner"):
-        small_config().env_runners(env_runner_cls=BlackBoxEnvRunner).validate()
+        small_cves_config().env_runners(env_runner_cls=BlackBoxEnvRunner).validate()
     # The ES baseline switch accepts what the control variate cannot use.
-    small_config(control_variate=False, policy_head="deterministic", explore_perturbations=False).validate()
+    small_cves_config(control_variate=False, policy_head="deterministic", explore_perturbations=False).validate()
 
 
 def test_defaults_are_paper_002_section_4():

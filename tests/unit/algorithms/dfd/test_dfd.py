@@ -4,19 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rllib_ext.algorithms.dfd.dfd import DFDConfig
-
-
-def small_config(**training):
-    training = {"episodes_per_batch": 8, "policy_hiddens": [8], "noise_stdev": 0.1, **training}
-    return (
-        DFDConfig()
-        .environment("rllib_ext/VariableLength-v0", env_config={"min_len": 10, "max_len": 30})
-        .env_runners(num_env_runners=2)
-        .training(**training)
-        .debugging(seed=0)
-        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
-    )
+from tests.builders import small_dfd_config
 
 
 @pytest.mark.parametrize(
@@ -32,4 +20,4 @@ def small_config(**training):
 )
 def test_invalid_settings_fail_validate(training, match):
     with pytest.raises(ValueError, match=match):
-        small_config(**training).validate()
+        small_dfd_config(**training).validate()

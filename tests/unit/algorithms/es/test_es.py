@@ -4,21 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rllib_ext import ESConfig, cli
-
-VAR_ENV = "rllib_ext/VariableLength-v0"
-
-
-def small_config(env=VAR_ENV, env_config=None, runners=1, **training):
-    training = {"episodes_per_batch": 8, "policy_hiddens": [8], **training}
-    return (
-        ESConfig()
-        .environment(env, env_config={"min_len": 5, "max_len": 15} if env_config is None else env_config)
-        .env_runners(num_env_runners=runners)
-        .training(**training)
-        .debugging(seed=0)
-        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
-    )
+from rllib_ext import cli
+from tests.builders import small_es_config
 
 
 @pytest.mark.parametrize(
@@ -37,7 +24,7 @@ def small_config(env=VAR_ENV, env_config=None, runners=1, **training):
 )
 def test_invalid_hyperparameters_fail_validate(training, match):
     with pytest.raises(ValueError, match=match):
-        small_config(**training).validate()
+        small_es_config(**training).validate()
 
 
 def test_cli_rejects_invalid_sigma_before_ray(capsys):

@@ -7,22 +7,13 @@ import pytest
 
 from rllib_ext.common.replay import ReplayMemory
 from rllib_ext.common.replay.retrace import retrace_tbc_loop
-
-
-def _episode(T, rng, d_s=3, d_a=2, terminated=False):
-    return dict(
-        obs=rng.standard_normal((T + 1, d_s)),
-        actions=rng.standard_normal((T, d_a)),
-        rewards=rng.standard_normal(T),
-        mu=np.concatenate([np.zeros((T, d_a)), np.ones((T, d_a))], 1),
-        terminated=terminated,
-    )
+from tests.replay_data import replay_episode
 
 
 def test_memory_targets_and_write_back_correct_prior_steps():
     rng = np.random.default_rng(1)
     m = ReplayMemory(capacity=1000, gamma=0.9, seed=0)
-    ep = _episode(6, rng)
+    ep = replay_episode(6, rng)
     values = rng.standard_normal(6)
     m.add_episode(**ep, values=values, v_boot=2.0)
     np.testing.assert_allclose(m.column("v_tbc"), retrace_tbc_loop(ep["rewards"], values, np.ones(6), 0.9, 2.0))
@@ -48,7 +39,7 @@ def test_memory_targets_and_write_back_correct_prior_steps():
 def test_terminal_episode_bootstraps_with_zero():
     rng = np.random.default_rng(2)
     m = ReplayMemory(capacity=100, gamma=0.5)
-    ep = _episode(3, rng, terminated=True)
+    ep = replay_episode(3, rng, terminated=True)
     m.add_episode(**ep, v_boot=123.0)
     np.testing.assert_allclose(m.column("v_tbc"), retrace_tbc_loop(ep["rewards"], np.zeros(3), np.ones(3), 0.5, 0.0))
     assert m.gather(np.array([2]))["terminated"][0]
@@ -57,17 +48,17 @@ def test_terminal_episode_bootstraps_with_zero():
 def test_fifo_eviction_by_whole_episodes():
     rng = np.random.default_rng(3)
     m = ReplayMemory(capacity=10)
-    m.add_episode(**_episode(4, rng))  # 4
-    m.add_episode(**_episode(5, rng))  # 9
+    m.add_episode(**replay_episode(4, rng))  # 4
+    m.add_episode(**replay_episode(5, rng))  # 9
     assert (len(m), m.num_episodes) == (9, 2)
-    m.add_episode(**_episode(3, rng))  # 12 > 10: the 4-step episode goes -> 8
+    m.add_episode(**replay_episode(3, rng))  # 12 > 10: the 4-step episode goes -> 8
     assert (len(m), m.num_episodes, m.num_evicted_episodes) == (8, 2, 1)
     assert [b[1] for b in m.episode_bounds()] == [5, 3]
-    m.add_episode(**_episode(30, rng))  # longer than N: all older go, the newest stays
+    m.add_episode(**replay_episode(30, rng))  # longer than N: all older go, the newest stays
     assert (len(m), m.num_episodes) == (30, 1)
     # Storage compacts and keeps indices valid over many additions.
     for _ in range(50):
-        m.add_episode(**_episode(int(rng.integers(1, 6)), rng))
+        m.add_episode(**replay_episode(int(rng.integers(1, 6)), rng))
     assert len(m) <= 10 + 5
     batch = m.sample(32)
     assert np.all((batch["idx"] >= m.head) & (batch["idx"] < m.tail))
@@ -76,7 +67,7 @@ def test_fifo_eviction_by_whole_episodes():
 def test_far_fraction_counts_stored_rho():
     rng = np.random.default_rng(4)
     m = ReplayMemory(capacity=100)
-    m.add_episode(**_episode(10, rng))
+    m.add_episode(**replay_episode(10, rng))
     assert m.far_fraction(2.0) == 0.0
     m.write_back(np.arange(3), rho=np.array([0.1, 5.0, 1.2]), values=np.zeros(3))
     assert m.far_fraction(2.0) == pytest.approx(0.2)
@@ -85,7 +76,7 @@ def test_far_fraction_counts_stored_rho():
 def test_app_b_statistics():
     rng = np.random.default_rng(5)
     m = ReplayMemory(capacity=100)
-    eps = [_episode(8, rng) for _ in range(3)]
+    eps = [replay_episode(8, rng) for _ in range(3)]
     for ep in eps:
         m.add_episode(**ep)
     obs = np.concatenate([ep["obs"][:-1] for ep in eps])
@@ -101,7 +92,7 @@ def test_app_b_statistics():
 def test_rank_based_per_prefers_large_errors():
     rng = np.random.default_rng(6)
     m = ReplayMemory(capacity=1000, mode="per", seed=0, per_resort_interval=1)
-    m.add_episode(**_episode(100, rng))
+    m.add_episode(**replay_episode(100, rng))
     td = np.zeros(100)
     td[7] = 10.0
     m.write_back(np.arange(100), values=np.zeros(100), td_error=td)

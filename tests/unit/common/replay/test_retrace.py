@@ -7,16 +7,6 @@ import numpy as np
 from rllib_ext.common.replay.retrace import retrace_tbc, retrace_tbc_loop
 
 
-def _episode(T, rng, d_s=3, d_a=2, terminated=False):
-    return dict(
-        obs=rng.standard_normal((T + 1, d_s)),
-        actions=rng.standard_normal((T, d_a)),
-        rewards=rng.standard_normal(T),
-        mu=np.concatenate([np.zeros((T, d_a)), np.ones((T, d_a))], 1),
-        terminated=terminated,
-    )
-
-
 def test_eq8_on_a_hand_made_episode():
     # T = 3, γ = 0.5, V = (1, 2, 3), ρ = (0.5, 2, 1), r = (1, 0, 2), V(s_3) = 4 (truncated).
     r, v, rho, gamma, v3 = [1.0, 0.0, 2.0], [1.0, 2.0, 3.0], [0.5, 2.0, 1.0], 0.5, 4.0

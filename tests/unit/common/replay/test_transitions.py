@@ -6,26 +6,16 @@ import numpy as np
 import pytest
 
 from rllib_ext.common.replay import TransitionBuffer
-
-
-def _rows(start, n, obs_dim=2):
-    i = np.arange(start, start + n, dtype=np.float32)
-    return (
-        np.stack([i] * obs_dim, 1),
-        i[:, None],
-        i,
-        np.stack([i + 0.5] * obs_dim, 1),
-        (i % 2 == 0).astype(np.float32),
-    )
+from tests.replay_data import transition_rows
 
 
 def test_buffer_wraps_around_fifo():
     buf = TransitionBuffer(5, 2, 1, seed=0)
-    assert buf.add(*_rows(0, 3)) == 3
-    assert buf.add(*_rows(3, 4)) == 5 and len(buf) == buf.size() == 5 and buf.num_added == 7
+    assert buf.add(*transition_rows(0, 3)) == 3
+    assert buf.add(*transition_rows(3, 4)) == 5 and len(buf) == buf.size() == 5 and buf.num_added == 7
     assert sorted(buf.get_state()["data"]["rewards"]) == [2, 3, 4, 5, 6]
     np.testing.assert_array_equal(buf.get_state()["data"]["rewards"], [2, 3, 4, 5, 6])  # oldest first
-    buf.add(*_rows(10, 12))  # n > capacity: the newest 5 remain
+    buf.add(*transition_rows(10, 12))  # n > capacity: the newest 5 remain
     np.testing.assert_array_equal(buf.get_state()["data"]["rewards"], [17, 18, 19, 20, 21])
     assert buf.num_added == 19
     s = buf.sample(8, num_batches=3)
@@ -39,7 +29,7 @@ def test_buffer_wraps_around_fifo():
 
 def test_buffer_state_round_trip():
     buf = TransitionBuffer(6, 2, 1, seed=1)
-    buf.add(*_rows(0, 9))
+    buf.add(*transition_rows(0, 9))
     other = TransitionBuffer(6, 2, 1, seed=2)
     other.set_state(buf.get_state())
     assert len(other) == 6 and other.num_added == 9
@@ -48,7 +38,7 @@ def test_buffer_state_round_trip():
     a, b = buf.sample(4, 2), other.sample(4, 2)  # the sampler's RNG travels too
     for k in a:
         np.testing.assert_array_equal(a[k], b[k])
-    buf.add(*_rows(20, 1)), other.add(*_rows(20, 1))
+    buf.add(*transition_rows(20, 1)), other.add(*transition_rows(20, 1))
     np.testing.assert_array_equal(buf.get_state()["data"]["rewards"], other.get_state()["data"]["rewards"])
 
 
@@ -62,7 +52,7 @@ def test_buffer_errors():
         buf.sample(2)
     with pytest.raises(ValueError, match="`actions` has shape"):
         buf.add(np.zeros((3, 2)), np.zeros((3, 2)), np.zeros(3), np.zeros((3, 2)), np.zeros(3))
-    buf.add(*_rows(0, 2))
+    buf.add(*transition_rows(0, 2))
     with pytest.raises(ValueError, match="batch_size"):
         buf.sample(0)
     with pytest.raises(ValueError, match="obs_dim"):

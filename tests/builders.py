@@ -1,0 +1,73 @@
+"""Small, seeded algorithm configs that several test files build alike.
+
+The tiers of one algorithm's tests (``tests/{unit,smoke,reliability,learning}/algorithms/NAME/``), and
+the tests of a part it shares with others (``tests/smoke/common/``), start from the same small config
+and override what their test is about, so the sizes are set once, here.
+"""
+
+from __future__ import annotations
+
+from rllib_ext import CVESConfig, ESConfig
+from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
+from rllib_ext.algorithms.dfd.dfd import DFDConfig
+
+VAR_ENV = "rllib_ext/VariableLength-v0"
+
+
+def small_es_config(env=VAR_ENV, env_config=None, runners=1, **training):
+    """ES_EXT, 8 episodes a batch, an 8-unit policy; episodes of 5-15 steps unless ``env_config``."""
+    training = {"episodes_per_batch": 8, "policy_hiddens": [8], **training}
+    return (
+        ESConfig()
+        .environment(env, env_config={"min_len": 5, "max_len": 15} if env_config is None else env_config)
+        .env_runners(num_env_runners=runners)
+        .training(**training)
+        .debugging(seed=0)
+        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
+    )
+
+
+def small_cves_config(runners=2, env_config=None, **training):
+    """CVES_EXT, an 8-unit policy, on the continuous variable-length env (episodes of 5-15 steps)."""
+    training = {"policy_hiddens": [8], **training}
+    return (
+        CVESConfig()
+        .environment(VAR_ENV, env_config=env_config or {"continuous": True, "min_len": 5, "max_len": 15})
+        .env_runners(num_env_runners=runners)
+        .training(**training)
+        .debugging(seed=0)
+    )
+
+
+def small_dfd_config(**training):
+    """DFD_EXT, 8 episodes a batch, an 8-unit policy, two runners; episodes of 10-30 steps."""
+    training = {"episodes_per_batch": 8, "policy_hiddens": [8], "noise_stdev": 0.1, **training}
+    return (
+        DFDConfig()
+        .environment(VAR_ENV, env_config={"min_len": 10, "max_len": 30})
+        .env_runners(num_env_runners=2)
+        .training(**training)
+        .debugging(seed=0)
+        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
+    )
+
+
+# ERL family (AES-RL, CEM-RL) on Pendulum-v1. Actor and critics of different sizes on purpose
+# (the critic worker holds both).
+TINY_ERL = dict(
+    policy_hiddens=[16, 16], critic_hiddens=[24, 24], rl_batch_size=32, rl_actor_steps=20, initial_steps=400
+)
+
+
+def small_aesrl_config(**training):
+    """AESRL_EXT with :data:`TINY_ERL` networks, two runners, fixed AES-RL range and baseline."""
+    settings = dict(TINY_ERL, critic_steps_per_call=50, fixed_range=200.0, fitness_baseline=200.0, mean_eval_episodes=1)
+    settings.update(training)
+    return (
+        AESRLConfig()
+        .environment("Pendulum-v1")
+        .env_runners(num_env_runners=2)
+        .training(**settings)
+        .reporting(min_time_s_per_iteration=None)
+        .debugging(seed=0)
+    )
