@@ -24,6 +24,8 @@ import dataclasses
 import importlib
 import logging
 
+from rllib_ext.common.names import ALGORITHM_NAMES
+
 logger = logging.getLogger(__name__)
 
 
@@ -124,6 +126,9 @@ ALGORITHMS: dict[str, AlgoSpec] = {
     ]
 }
 
+# Each algorithm's registered name, known to common/ without importing the algorithm modules.
+ALGORITHM_NAMES.update({spec.algo_path: name for name, spec in ALGORITHMS.items()})
+
 # Gymnasium ids of the environments this package registers (see rllib_ext.envs).
 ENVS: dict[str, str] = {
     "rllib_ext/VariableLength-v0": "rllib_ext.envs:VariableLengthEnv",
@@ -219,16 +224,15 @@ def register_all() -> list[str]:
     _register_envs()
     registered = []
     for name in ALGORITHMS:
+        # Already registered (e.g. in a Ray worker, by the driver): skip, so that a worker does
+        # not import every algorithm module (about 1 s per process).
+        if _global_registry.contains(TRAINABLE_CLASS, name):
+            continue
         try:
             cls = get_algorithm_class(name)
         except Exception as e:  # noqa: BLE001 - reported, never silently dropped
             _import_errors[name] = f"{type(e).__name__}: {e}"
             logger.warning("rllib_ext: could not import algorithm %s: %s", name, e)
-            continue
-        # The one place an algorithm learns its registered name (error messages, metrics):
-        # read it with rllib_ext.common.validation.algo_name.
-        cls.rllib_ext_name = name
-        if _global_registry.contains(TRAINABLE_CLASS, name):
             continue
         register_trainable(name, cls)
         registered.append(name)

@@ -1,4 +1,5 @@
-"""Name lookup shared by the small registries (samplers, return shaping, optimizers)."""
+"""Name lookups: the small registries (samplers, return shaping, optimizers), and the registered
+name of each algorithm class."""
 
 from __future__ import annotations
 
@@ -23,3 +24,14 @@ def lookup(table: Mapping[str, T], name: str, kind: str) -> T:
     if key not in table:
         raise ValueError(f"Unknown {kind} {name!r}; valid names are {', '.join(map(repr, table))}.")
     return table[key]
+
+
+# "module:Class" of each registered Algorithm -> its registered name ("IMPACT_EXT"). Filled by
+# rllib_ext.registry when it is imported (from its one list), so that code here in common/ can
+# name an algorithm without importing the registry or any algorithm module.
+ALGORITHM_NAMES: dict[str, str] = {}
+
+
+def registered_name(cls: type) -> str | None:
+    """The registered name of the Algorithm class ``cls`` itself (not of a parent), or None."""
+    return ALGORITHM_NAMES.get(f"{cls.__module__}:{cls.__qualname__}")

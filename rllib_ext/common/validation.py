@@ -31,6 +31,8 @@ from ray.rllib.env.env_context import EnvContext
 from ray.rllib.utils.annotations import override
 from ray.tune.registry import ENV_CREATOR, _global_registry
 
+from rllib_ext.common.names import registered_name
+
 #: Action kinds for :func:`check_vector_spaces`.
 DISCRETE, CONTINUOUS = "discrete", "continuous"
 # Settings the finite check leaves alone: the env's own arguments.
@@ -50,8 +52,8 @@ def is_number(x: Any) -> bool:
 def algo_name(config_or_cls: Any) -> str:
     """The registered name of an algorithm (``"IMPACT_EXT"``), else its class name.
 
-    The name is set once, on the class, by :func:`rllib_ext.registry.register_all`
-    (``cls.rllib_ext_name``); a subclass that is not registered itself gets its class name.
+    The names come from :data:`rllib_ext.common.names.ALGORITHM_NAMES`, which the registry fills
+    from its one list; a subclass that is not registered itself gets its class name.
 
     Args:
         config_or_cls: An AlgorithmConfig (its ``algo_class``), an Algorithm class or instance.
@@ -61,7 +63,7 @@ def algo_name(config_or_cls: Any) -> str:
         return cls
     if not isinstance(cls, type):
         cls = type(cls)
-    return cls.__dict__.get("rllib_ext_name", cls.__name__)
+    return registered_name(cls) or cls.__name__
 
 
 class KeepsMinusOneSettings:
