@@ -40,6 +40,8 @@ NOISE: tuple[re.Pattern, ...] = tuple(
         # ray/tune/trainable/trainable.py, when a busy machine makes an algorithm's setup slow: its
         # advice (reuse_actors) does not apply to one trial per algorithm.
         r"Trainable\.setup took [\d.]+ seconds\. If your trainable is slow to initialize",
+        # ray/tune/trainable/trainable.py, at every checkpoint: the CLI's last line names the checkpoint.
+        r"Checkpoint successfully created at: Checkpoint\(",
         # authentication_token_setup.py, on every ray.init.
         r"Token authentication is enabled for this Ray cluster",
     )

@@ -67,32 +67,6 @@ def test_more_env_runners_than_cpus_fails_fast_instead_of_hanging(ray_session):
     assert rc == cli.USAGE_ERROR
 
 
-def test_readme_first_command_fits_2_cpus_and_prints_only_progress_lines(ray_session, storage_path, capsys):
-    """`rllib train --algo IMPACT_EXT --env CartPole-v1` on 2 CPUs: fitted, quiet, progress lines."""
-    rc = cli.main(
-        [
-            "train",
-            "--algo",
-            "IMPACT_EXT",
-            "--env",
-            "CartPole-v1",
-            "--stop",
-            '{"training_iteration": 1}',
-            "--storage-path",
-            storage_path,
-            "--name",
-            "readme",
-        ]
-    )
-    captured = capsys.readouterr()
-    assert rc == 0, captured.err
-    lines = [line for line in (captured.out + captured.err).splitlines() if line.strip()]
-    assert any(line.startswith("rllib: IMPACT_EXT: 1 env runner(s) instead of 2") for line in captured.err.splitlines())
-    others = [line for line in lines if not line.startswith(("rllib: ", "iter "))]
-    assert others == [], "\n".join(others)
-    assert sum(line.startswith("iter ") for line in lines) == 1
-
-
 def test_train_writes_tensorboard_events_readable_by_tensorboard(ppo_run, capsys):
     (trial,) = trial_dirs(ppo_run)
     scalars = read_tensorboard_scalars(trial)

@@ -23,6 +23,8 @@ NOISE_LINES = [
     "Ray cluster. Set RAY_AUTH_MODE=disabled to opt out.",
     "\x1b[36m(IMPACT pid=10894)\x1b[0m Trainable.setup took 13.485 seconds. If your trainable is slow to initialize, "
     "consider setting reuse_actors=True to reduce actor creation overheads.",
+    "\x1b[36m(IMPACT(env=CartPole-v1; env-runners=1; learners=0; multi-agent=False) pid=8134)\x1b[0m Checkpoint "
+    "successfully created at: Checkpoint(filesystem=local, path=/tmp/x/checkpoint_000000)",
 ]
 
 KEPT_LINES = [

@@ -88,6 +88,7 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, v
 
 
 def test_rllib_cli_train_and_evaluate(ray_session, storage_path, capsys):
+    """The README's command on 2 CPUs (no --num-env-runners): fitted to 1 runner, only progress lines."""
     rc = cli.main(
         [
             "train",
@@ -99,8 +100,6 @@ def test_rllib_cli_train_and_evaluate(ray_session, storage_path, capsys):
             '{"training_iteration": 2}',
             "--config",
             '{"min_time_s_per_iteration": 1, "min_train_timesteps_per_iteration": 1000, "lr": 0.0005}',
-            "--num-env-runners",
-            "1",
             "--checkpoint-at-end",
             "--storage-path",
             storage_path,
@@ -108,9 +107,13 @@ def test_rllib_cli_train_and_evaluate(ray_session, storage_path, capsys):
             "impact_smoke",
         ]
     )
-    assert rc == 0
-    out = capsys.readouterr().out
-    assert "done 2 iterations" in out
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "done 2 iterations" in captured.out
+    assert any(line.startswith("rllib: IMPACT_EXT: 1 env runner(s) instead of 2") for line in captured.err.splitlines())
+    lines = [line for line in (captured.out + captured.err).splitlines() if line.strip()]
+    others = [line for line in lines if not line.startswith(("rllib: ", "iter "))]
+    assert others == [], "\n".join(others)
     rc = cli.main(["evaluate", os.path.join(storage_path, "impact_smoke"), "--episodes", "2", "--seed", "1"])
     assert rc == 0
     out = capsys.readouterr().out
