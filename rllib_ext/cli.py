@@ -753,6 +753,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rllib: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # Output piped into a command that stopped reading (`rllib list | head`): not an error.
+        # Point stdout at /dev/null so that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        return 0
     finally:
         if _QUIET is not None:
             _QUIET.uninstall()

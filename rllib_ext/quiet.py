@@ -161,7 +161,10 @@ class Quiet:
         if self._saved is not None:
             for stream in (sys.stdout, sys.stderr):
                 if isinstance(stream, LineFilter):
-                    stream.flush()
+                    try:
+                        stream.flush()
+                    except (BrokenPipeError, ValueError):  # the reader went away, or the stream closed
+                        pass
             sys.stdout, sys.stderr = self._saved
             self._saved = None
         for handler in self._handlers:

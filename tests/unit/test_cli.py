@@ -153,3 +153,22 @@ def test_repeated_config_options_merge_in_order():
     merged = cli.parse_config_options([f"@{REPO}/configs/cemrl.yaml", '{"mode": "parallel", "population_size": 6}'])
     assert merged["mode"] == "parallel" and merged["population_size"] == 6 and merged["rl_population"] == 5
     assert cli.parse_config_options(None) == {}
+
+
+def test_output_piped_into_a_reader_that_stops_is_not_an_error():
+    """`rllib list | head -1`: a reader that went away ends the command quietly, exit status 0."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line: every write fails with EPIPE
+    code = "import sys; from rllib_ext.cli import main; sys.exit(main(['list']))"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], stdout=write_end, stderr=subprocess.PIPE, cwd=REPO, text=True, timeout=120
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr
