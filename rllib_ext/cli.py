@@ -298,34 +298,46 @@ def fit_env_runners(algo: str, algo_cls, config, *, explicit: bool, stream=None)
 
     The default number of env runners of an algorithm (or a tuned example's) may need more CPUs
     than a laptop has; Tune would then wait forever. When the user did not ask for a number
-    (``explicit`` false), the largest number from the configured one down to 1 that fits is
-    used, and one line says so. An explicit request is left alone: :func:`check_resources`
-    then fails with a clear error if it does not fit.
+    (``explicit`` false), the largest number from the configured one down to 1 that fits the
+    free CPUs is used, and one line says so. If none fits the free CPUs (some are still held,
+    e.g. by actors of a run that is shutting down) the cluster's total is used instead, and
+    Tune waits for them. An explicit request is left alone: :func:`check_resources` then fails
+    with a clear error if it does not fit.
     """
     import ray
 
     wanted = config.num_env_runners
-    free = ray.available_resources().get("CPU", 0)
-    if explicit or wanted <= 1 or cpus_needed(algo_cls, config) <= free:
+    if explicit or wanted <= 1:
         return
     needed_wanted = cpus_needed(algo_cls, config)
-    for n in range(wanted - 1, 0, -1):
-        config.env_runners(num_env_runners=n)
-        if cpus_needed(algo_cls, config) <= free:
-            break
-    else:  # not even one env runner fits: check_resources says so
+    free = ray.available_resources().get("CPU", 0)
+    if needed_wanted <= free:
+        return
+
+    def largest_fit(cpus: float) -> int | None:
+        for n in range(wanted - 1, 0, -1):
+            config.env_runners(num_env_runners=n)
+            if cpus_needed(algo_cls, config) <= cpus:
+                return n
+        return None
+
+    fitted, room = largest_fit(free), f"{free:g} free"
+    if fitted is None:
+        total = ray.cluster_resources().get("CPU", 0)
+        fitted, room = largest_fit(total), f"{total:g} in all, {free:g} free now"
+    if fitted is None:  # not even one env runner fits: check_resources says so
         config.env_runners(num_env_runners=wanted)
         return
     try:
         config.copy(copy_frozen=False).validate()
     except Exception as e:
         raise CLIError(
-            f"{algo} with {config.num_env_runners} env runner(s), the most that fit {free:g} free CPUs, "
+            f"{algo} with {fitted} env runner(s), the most that fit the cluster ({room} CPUs), "
             f"is not a valid config: {_first_line(e)}"
         ) from None
     print(
-        f"rllib: {algo}: {config.num_env_runners} env runner(s) instead of {wanted} ({wanted} would need "
-        f"{needed_wanted:g} CPUs, the cluster has {free:g} free; --num-env-runners N chooses)",
+        f"rllib: {algo}: {fitted} env runner(s) instead of {wanted} ({wanted} would need "
+        f"{needed_wanted:g} CPUs, the cluster has {room}; --num-env-runners N chooses)",
         file=stream or sys.stderr,
         flush=True,
     )

@@ -87,3 +87,13 @@ def test_when_one_runner_does_not_fit_the_error_says_so(free_cpus, monkeypatch, 
         cli.CLIError, match=r"APPO needs at least 3 CPUs \(with 1 env runner\) but the Ray cluster has 2"
     ):
         cli.check_resources(algo_cls, config)
+
+
+def test_cpus_still_held_fall_back_to_the_cluster_total(free_cpus, monkeypatch, capsys):
+    """Right after another run, its actors may still hold CPUs: fit the total, Tune waits for them."""
+    algo_cls, config = _config("IMPACT_EXT", num_env_runners=2)
+    free_cpus(1)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    cli.fit_env_runners("IMPACT_EXT", algo_cls, config, explicit=False)
+    assert config.num_env_runners == 1
+    assert "the cluster has 2 in all, 1 free now;" in capsys.readouterr().err
