@@ -101,16 +101,15 @@ class Series:
     marker: str | None = None
 
 
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, float]:
-    """Finite numbers of a nested dict, keys joined with ``/``; other values are dropped."""
-    out: dict[str, float] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, name + "/"))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            out[name] = float(value)
-    return out
+def flatten(data: dict[str, Any]) -> dict[str, float]:
+    """Finite numbers of a nested dict, keys joined with ``/`` (Tune's ``flatten_dict``); others dropped."""
+    from ray.tune.utils import flatten_dict
+
+    return {
+        key: float(value)
+        for key, value in flatten_dict(data, delimiter="/").items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    }
 
 
 def read_result_json(path: str) -> list[dict[str, float]]:

@@ -249,10 +249,11 @@ def check_resources(entries: Sequence[Entry]) -> None:
     """Raises RaceError when an algorithm asks for more CPUs than Ray has (it would wait forever)."""
     import ray
 
+    from rllib_ext.cli import cpus_needed
+
     have = ray.cluster_resources().get("CPU", 0)
     for e in entries:
-        request = e.algo_cls.default_resource_request(e.config)
-        needed = request.required_resources.get("CPU", 0) if request is not None else 0
+        needed = cpus_needed(e.algo_cls, e.config)
         if needed > have:
             raise RaceError(
                 f"{e.name} needs {needed:g} CPUs but Ray has {have:g}: lower num_env_runners or raise --num-cpus"
