@@ -4,6 +4,9 @@ A policy maps a (standardized) observation to an action. Heads (``head``):
 
 - ``"deterministic"``: Box actions: ``tanh`` output mapped linearly onto ``[low, high]``;
   Discrete actions: ``argmax`` of the logits.
+- ``"linear"``: Box actions: the raw output (no squashing) in units of the half-range around the
+  centre of ``[low, high]``, clipped to the bounds — with ``hiddens=()`` this is ARS's linear
+  policy a = M·s (Mania et al. 2018; for Swimmer's [−1, 1] exactly clip(M·s)). Discrete: argmax.
 - ``"gaussian"``: diagonal Gaussian with a state-independent log-std parameter (paper 002 §4);
   the mean as in ``"deterministic"``. Discrete actions sample the softmax of the logits.
 - ``"gaussian_2a"``: paper 000 App. A.1: the network has 2A ``tanh`` outputs; the first A are
@@ -25,7 +28,9 @@ from torch import nn
 from rllib_ext.common.names import lookup
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "softsign": nn.Softsign}
-HEADS = ("deterministic", "gaussian", "gaussian_2a")
+HEADS = ("deterministic", "linear", "gaussian", "gaussian_2a")
+#: Heads whose action is a deterministic function of the observation (no distribution).
+DETERMINISTIC_HEADS = ("deterministic", "linear")
 
 
 def check_policy_spec(action_space: gym.Space, head: str, activation: str) -> None:
@@ -48,7 +53,7 @@ class MLPPolicy(nn.Module):
         action_space: Discrete or 1-d Box.
         hiddens: Hidden layer sizes (paper 000: (64, 64); paper 002: (32, 32)).
         activation: ``tanh`` | ``relu`` | ``elu`` | ``softsign``.
-        head: ``deterministic`` | ``gaussian`` | ``gaussian_2a``.
+        head: ``deterministic`` | ``linear`` | ``gaussian`` | ``gaussian_2a``.
         init_log_std: Initial log-std of the ``gaussian`` head.
     """
 
@@ -88,6 +93,8 @@ class MLPPolicy(nn.Module):
             t = torch.tanh(out)
             var = (t[..., self.action_dim :] + 1.0) / 2.0
             return t[..., : self.action_dim], torch.sqrt(var.clamp_min(1e-12))
+        if self.head == "linear":
+            return out, None
         mean = torch.tanh(out)
         if self.head == "gaussian":
             return mean, torch.exp(self.log_std).expand_as(mean)
@@ -100,7 +107,7 @@ class MLPPolicy(nn.Module):
             return torch.distributions.Categorical(logits=out)
         mean, std = self._mean_std(out)
         if std is None:
-            raise ValueError("the 'deterministic' policy head has no action distribution")
+            raise ValueError(f"the {self.head!r} policy head has no action distribution")
         return torch.distributions.Normal(self._center + self._half * mean, self._half * std)
 
     def deterministic_action(self, obs: torch.Tensor) -> torch.Tensor:
@@ -129,7 +136,7 @@ class MLPPolicy(nn.Module):
         """One action for one observation, as the env expects it (Box actions clipped to bounds)."""
         out = self.net(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
         if self.discrete:
-            if explore and self.head != "deterministic":
+            if explore and self.head not in DETERMINISTIC_HEADS:
                 return int(torch.multinomial(torch.softmax(out, -1), 1, generator=generator))
             return int(torch.argmax(out))
         mean, std = self._mean_std(out)

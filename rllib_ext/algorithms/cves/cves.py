@@ -38,6 +38,7 @@ from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner
 from rllib_ext.algorithms.es.es import ES
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
 from rllib_ext.common.samplers import make_sampler
+from rllib_ext.common.policies import DETERMINISTIC_HEADS
 
 
 class CVESConfig(BlackBoxConfig):
@@ -142,7 +143,7 @@ class CVESConfig(BlackBoxConfig):
                 f"phi_num_perturbations (N_φ) must be an even integer >= 2 (antithetic pairs), got {n_phi!r}"
             )
         if self.control_variate:
-            if self.policy_head == "deterministic" or not self.explore_perturbations:
+            if self.policy_head in DETERMINISTIC_HEADS or not self.explore_perturbations:
                 self._value_error(
                     "the control variate needs a stochastic policy (paper 002 §3.2): policy_head 'gaussian' or "
                     f"'gaussian_2a' and explore_perturbations=True, got policy_head={self.policy_head!r}, "
