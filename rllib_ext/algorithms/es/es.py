@@ -106,7 +106,7 @@ class ES(BlackBoxAlgorithm):
         rows, evals = self.evaluate_batch(seed, cfg.episodes_per_batch)
 
         g_hat, info = self.estimate_gradient(seed, rows)
-        returns = np.array([r["return"] for r in rows], dtype=np.float64)
+        returns = self.row_returns(rows)
         # DSGD's R(θ_u): the unperturbed returns when measured, else the batch mean (Eq. 23).
         reward = float(np.mean(evals)) if evals else float(np.mean(returns))
         stats = self.apply_update(g_hat, reward)
@@ -120,6 +120,11 @@ class ES(BlackBoxAlgorithm):
             m.log_value((BLACKBOX, key), value, reduce="mean", window=1)
         m.log_value((BLACKBOX, "updates_lifetime"), self.update_index, reduce="max", window=1)
 
+    @staticmethod
+    def row_returns(rows: list[Any]) -> np.ndarray:
+        """The return of each row (a perturbation's mean over its ``episodes_per_job`` episodes)."""
+        return np.array([r["return"] for r in rows], dtype=np.float64)
+
     def estimate_gradient(self, seed: int, rows: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, float]]:
         """The ascent estimate ĝ of update u from the results of batch ``seed``, in row order.
 
@@ -127,6 +132,6 @@ class ES(BlackBoxAlgorithm):
             (ĝ with θ's layout; extra metrics logged under ``blackbox/``).
         """
         cfg = self.config
-        returns = np.array([r["return"] for r in rows], dtype=np.float64)
+        returns = self.row_returns(rows)
         eps = self.sampler.sample(seed, len(rows))
         return es_gradient(shape_returns(returns, cfg.return_shaping), eps, float(cfg.noise_stdev)), {}  # Eq. (8)
