@@ -25,6 +25,7 @@ object-store reference.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -37,7 +38,8 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig, BlackBoxEnvRunner, EpisodeFailed
+from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig, BlackBoxEnvRunner
+from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, IndividualJob, Job, Payload
 from rllib_ext.common.population import gaussian_individual
 from rllib_ext.common.replay.transitions import ReplayActor
 from rllib_ext.common.td3 import TD3Updater, make_actor
@@ -223,16 +225,44 @@ def _writable(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------------------------
 # Env runner.
 # ---------------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class ERLPayload(Payload):
+    """Update u of the population: μ (as ``theta``), σ² and the replay actor's handle."""
+
+    var: np.ndarray | None = None
+    replay: Any = None
+
+
+@dataclasses.dataclass(kw_only=True, slots=True)
+class ERLResult(EpisodeResult):
+    """An individual's (or μ's) fitness, with what an RL individual brings back.
+
+    Attributes:
+        params: The trained parameters of an RL individual (None for an ES individual or μ).
+        rl: Whether the individual was trained with TD3 first.
+        actor_loss: Mean TD3 actor loss of that training (NaN otherwise).
+        train_s: Seconds spent fetching/training before the episode.
+    """
+
+    params: np.ndarray | None = None
+    rl: bool = False
+    actor_loss: float = float("nan")
+    train_s: float = 0.0
+
+
 class ERLEnvRunner(BlackBoxEnvRunner):
     """Evaluates individuals (ES or RL-trained) and the mean; fills the replay actor.
 
-    Payload published per update: ``{"mu", "var", "replay"}`` (μ, σ², the replay actor handle).
-    Jobs (dicts with ``id``):
+    Payload per update: :class:`ERLPayload` (μ, σ², the replay actor handle). Jobs:
 
-    - ``{"kind": "individual", "seed": s}``: z = μ + √var ⊙ ε(s); or ``"params_ref": [ref]``;
-      optional ``"rl_steps": k, "critic_ref": [ref]`` (train z first), ``"random_actions"``.
-    - ``{"kind": "mean", "episodes": k}``: μ for k episodes, no noise, not stored in replay.
+    - :class:`~rllib_ext.common.blackbox.protocol.IndividualJob`: z = μ + √var ⊙ ε(seed), or z
+      from ``params_ref``; trained for ``rl_steps`` TD3 actor steps first when asked; evaluated
+      with action noise ``action_noise`` (Algorithm 2) and stored in the replay actor.
+    - :class:`~rllib_ext.common.blackbox.protocol.EvaluationJob`: μ for ``episodes`` episodes, no
+      noise, not stored in replay (f(μ)).
     """
+
+    result_cls = ERLResult
 
     def __init__(self, *, config, **kwargs):
         self._var = None
@@ -248,11 +278,10 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         self.env = self.exploration = ActionExploration(self.recorder, noise=0.0, seed=seed)
 
     @override(BlackBoxEnvRunner)
-    def publish(self, version: int, payload) -> None:
-        self._theta = np.asarray(payload["mu"], dtype=np.float32)
-        self._var = None if payload.get("var") is None else np.asarray(payload["var"], dtype=np.float32)
-        self._replay = payload.get("replay")
-        self.version = version
+    def adopt(self, version: int, payload: ERLPayload) -> None:
+        self._var = None if payload.var is None else np.asarray(payload.var, dtype=np.float32)
+        self._replay = payload.replay
+        super().adopt(version, payload)
 
     def _td3(self) -> TD3Updater:
         """The TD3 actor trainer of RL individuals; its actor is the module's policy itself."""
@@ -275,8 +304,8 @@ class ERLEnvRunner(BlackBoxEnvRunner):
             )
         return self._updater
 
-    def train_actor(self, z: np.ndarray, critic_state: dict[str, np.ndarray], steps: int) -> dict[str, float]:
-        """An RL individual: ``steps`` TD3 actor steps from z against fixed critic weights."""
+    def train_actor(self, z: np.ndarray, critic_state: dict[str, np.ndarray], steps: int) -> float:
+        """An RL individual: ``steps`` TD3 actor steps from z against fixed critic weights; mean loss."""
         upd = self._td3()
         self.module.set_flat(z)
         upd.critic.load_state_dict({k: torch.tensor(v) for k, v in critic_state.items()})
@@ -288,95 +317,46 @@ class ERLEnvRunner(BlackBoxEnvRunner):
             for i in range(n):
                 losses.append(upd.actor_step(data["obs"][i])["actor_loss"])
             done += n
-        return {"actor_loss": float(np.mean(losses)) if losses else float("nan")}
+        return float(np.mean(losses)) if losses else float("nan")
 
     @override(BlackBoxEnvRunner)
-    def run_jobs(self, version: int, payload_ref: list[ray.ObjectRef], jobs: list[dict[str, Any]]) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        if version != self.version:
-            self.publish(version, ray.get(payload_ref[0]))
-        results, steps = [], 0
-        for job in jobs:
-            result = self._mean_job(job) if job.get("kind") == "mean" else self._individual_job(job, version)
-            steps += result["length"]
-            results.append(result)
-        return {
-            "results": results,
-            "busy_s": time.perf_counter() - t0,
-            "runner": self.worker_index,
-            "obs_delta": self.obs_filter.pop_delta(),
-            "steps": steps,
-        }
+    def run_job(self, job: Job) -> ERLResult:
+        if isinstance(job, IndividualJob):
+            return self._individual_job(job)
+        if isinstance(job, EvaluationJob):  # f(μ): no action noise, not stored in replay
+            self.module.set_flat(self._theta)
+            return self._evaluate_with(job, noise=0.0, random_actions=False)
+        raise TypeError(f"{type(self).__name__} cannot run a {type(job).__name__}")
 
-    def _episode(self, noise: float, random_actions: bool):
+    def _evaluate_with(self, job: Job, noise: float, random_actions: bool) -> ERLResult:
         self.exploration.noise, self.exploration.random_actions = float(noise), bool(random_actions)
         try:
-            return self._run_episode(explore=False)
+            return self.evaluate(job, explore=False)
         finally:
             self.exploration.noise, self.exploration.random_actions = 0.0, False
 
-    def _mean_job(self, job: dict[str, Any]) -> dict[str, Any]:
+    def _individual_job(self, job: IndividualJob) -> ERLResult:
         t0 = time.perf_counter()
-        self.module.set_flat(self._theta)
-        returns, length, error = [], 0, None
-        for _ in range(int(job.get("episodes", 1))):
-            try:
-                ret, n = self._episode(0.0, False)
-            except EpisodeFailed as e:
-                error = str(e)
-                self.make_env()
-                continue
-            returns.append(ret)
-            length += n
-        return {
-            "id": job["id"],
-            "kind": "mean",
-            "return": float(np.mean(returns)) if returns else float("nan"),
-            "returns": returns,
-            "length": length,
-            "u": self.version,
-            "failed": not returns,
-            "error": error,
-            "duration_s": time.perf_counter() - t0,
-        }
-
-    def _individual_job(self, job: dict[str, Any], version: int) -> dict[str, Any]:
-        t0 = time.perf_counter()
-        out = {
-            "id": job["id"],
-            "kind": "individual",
-            "seed": job.get("seed"),
-            "u": version,
-            "params": None,
-            "rl": bool(job.get("rl_steps")),
-            "failed": False,
-            "error": None,
-            "return": float("nan"),
-            "length": 0,
-        }
+        params, actor_loss = None, float("nan")
         try:
-            if job.get("params_ref") is not None:
-                z = np.asarray(ray.get(job["params_ref"][0]), dtype=np.float32)
+            if job.params_ref is not None:
+                z = np.asarray(ray.get(job.params_ref[0]), dtype=np.float32)
             else:
-                z = gaussian_individual(self._theta, self._var, job["seed"])
-            if job.get("rl_steps"):
-                critic_state = ray.get(job["critic_ref"][0])
-                out.update(self.train_actor(z, critic_state, int(job["rl_steps"])))
-                z = self.module.get_flat()
-                out["params"] = z
-            out["train_s"] = time.perf_counter() - t0
+                z = gaussian_individual(self._theta, self._var, job.seed)
+            if job.rl_steps:
+                actor_loss = self.train_actor(z, ray.get(job.critic_ref[0]), int(job.rl_steps))
+                z = params = self.module.get_flat()
+            train_s = time.perf_counter() - t0
             self.module.set_flat(z)
-            ret, length = self._episode(self.config.action_noise, job.get("random_actions", False))
-            out.update({"return": ret, "length": length})
-            if self._replay is not None:
+            result = self._evaluate_with(job, self.config.action_noise, job.random_actions)
+            if not result.failed and self._replay is not None:
                 self._replay.add.remote(**self.recorder.transitions())  # Algorithm 2 line 14
-        except EpisodeFailed as e:
-            out.update({"failed": True, "error": str(e)})
-            self.make_env()
         except ray.exceptions.RayError as e:  # the replay actor or a critic object was lost
-            out.update({"failed": True, "error": f"{type(e).__name__}: {e}"})
-        out["duration_s"] = time.perf_counter() - t0
-        return out
+            train_s = time.perf_counter() - t0
+            result = ERLResult(job=job, ret=float("nan"), failed=True, error=f"{type(e).__name__}: {e}")
+        result.params, result.rl, result.actor_loss, result.train_s = params, bool(job.rl_steps), actor_loss, train_s
+        result.runner, result.duration_s = self.worker_index, time.perf_counter() - t0
+        return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,15 +533,17 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             return False
 
     @override(BlackBoxAlgorithm)
+    def make_payload(self) -> ERLPayload:
+        """(μ, σ², replay handle) of update u."""
+        return ERLPayload(theta=self.mu, var=self.var, replay=self.replay)
+
+    @override(BlackBoxAlgorithm)
     def publish(self) -> None:
-        """Publishes (μ, σ², replay handle) of update u to the runners."""
+        """Publishes update u's population to the runners (not before setup has built μ and the replay)."""
         if self.mu is None or not hasattr(self, "replay"):
             return  # during BlackBoxAlgorithm.setup: published at the end of ours
         self.theta = self.mu
-        payload = {"mu": self.mu, "var": self.var, "replay": self.replay}
-        self.pool.publish(self.update_index, payload)
-        if self.env_runner is not None:
-            self.env_runner.publish(self.update_index, payload)
+        super().publish()
 
     def check_finite_population(self) -> None:
         """Raises FloatingPointError if μ or σ² went non-finite (never published to runners)."""

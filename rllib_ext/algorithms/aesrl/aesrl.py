@@ -59,7 +59,8 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.aesrl.aesrl_learner import MEAN_RULES, VARIANCE_RULES, AsyncPopulation, p_rl
 from rllib_ext.common.blackbox import BLACKBOX
-from rllib_ext.common.erl import ERLAlgorithm, ERLConfig
+from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob
+from rllib_ext.common.erl import ERLAlgorithm, ERLConfig, ERLResult
 
 logger = logging.getLogger(__name__)
 
@@ -296,9 +297,9 @@ class AESRL(ERLAlgorithm):
 
     # -- submitting ------------------------------------------------------------------------
     def _submit_mean(self, individual: dict[str, Any] = None) -> None:
-        job_id = self.pool.new_job_id()
-        self.pool.submit([{"id": job_id, "kind": "mean", "episodes": int(self.config.mean_eval_episodes)}])
-        self._awaiting_mean[job_id] = individual
+        job = EvaluationJob(id=self.pool.new_job_id(), episodes=int(self.config.mean_eval_episodes))
+        self.pool.submit([job])
+        self._awaiting_mean[job.id] = individual
 
     def _rl_steps(self) -> int:
         steps = self.config.rl_actor_steps
@@ -314,15 +315,15 @@ class AESRL(ERLAlgorithm):
             rl = bool(self._rng.random() < prob)
             self.counters["n_rl" if rl else "n_es"] += 1
         seed = self.next_batch_seed()
-        job = {
-            "id": self.pool.new_job_id(),
-            "kind": "individual",
-            "seed": seed,
-            "random_actions": steps < cfg.initial_steps,
-        }
-        if rl:
-            job.update({"rl_steps": self._rl_steps(), "critic_ref": [self.critic_ref]})
-        self._pending[job["id"]] = {"z": self.population.sample(seed), "rl": rl}
+        job = IndividualJob(
+            id=self.pool.new_job_id(),
+            seed=seed,
+            random_actions=steps < cfg.initial_steps,
+            rl_steps=self._rl_steps() if rl else 0,
+            critic_ref=[self.critic_ref] if rl else None,
+        )
+        # z is drawn from the μ, σ² of the version this job is submitted (and run) with.
+        self._pending[job.id] = {"z": self.population.sample(seed), "rl": rl}
         self.pool.submit([job])
 
     def _pump_critic(self) -> None:
@@ -367,20 +368,20 @@ class AESRL(ERLAlgorithm):
             self._submit_mean()
         self.publish()
 
-    def _on_individual(self, r: dict[str, Any]) -> None:
-        info = self._pending.pop(r["id"], None)
+    def _on_individual(self, r: ERLResult) -> None:
+        info = self._pending.pop(r.id, None)
         if info is None:
             return
-        self.counters["individual_steps"] += r["length"]
-        self._last_steps.append(r["length"])
+        self.counters["individual_steps"] += r.length
+        self._last_steps.append(r.length)
         individual = {
-            "z": r["params"] if r["params"] is not None else info["z"],
-            "return": r["return"],
+            "z": r.params if r.params is not None else info["z"],
+            "return": r.ret,
             "rl": info["rl"],
         }
         if not (np.isfinite(individual["z"]).all() and np.isfinite(individual["return"])):
             self.counters["individuals_failed"] += 1  # e.g. an RL individual trained on a diverged critic
-            logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r["id"])
+            logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r.id)
             return
         pop = self.population
         if not pop.needs_f_mu:
@@ -392,17 +393,17 @@ class AESRL(ERLAlgorithm):
         else:
             self._tell(individual)
 
-    def _on_mean(self, r: dict[str, Any]) -> None:
-        individual = self._awaiting_mean.pop(r["id"], "missing")
+    def _on_mean(self, r: ERLResult) -> None:
+        individual = self._awaiting_mean.pop(r.id, "missing")
         if individual == "missing":
             return
-        self.counters["mean_eval_env_steps"] += r["length"]
-        if r["failed"]:
+        self.counters["mean_eval_env_steps"] += r.length
+        if r.failed:
             self.counters["episodes_failed"] += 1
             self._submit_mean(individual)  # f(μ) is still needed: try again
             return
-        self.population.f_mu = r["return"]
-        self.metrics.log_value((BLACKBOX, "f_mu"), r["return"], reduce="mean", window=1)
+        self.population.f_mu = r.ret
+        self.metrics.log_value((BLACKBOX, "f_mu"), r.ret, reduce="mean", window=1)
         untold, self._untold = self._untold, []
         for ind in ([individual] if individual is not None else []) + untold:
             self._tell(ind)
@@ -424,17 +425,17 @@ class AESRL(ERLAlgorithm):
                     self._submit_individual()
                 ok, failed = self.collect(timeout_s=0.05)
             for r in failed:
-                if r.get("kind") == "mean":
+                if isinstance(r.job, EvaluationJob):
                     self._on_mean(r)
-                elif self._pending.pop(r["id"], None) is not None:
+                elif self._pending.pop(r.id, None) is not None:
                     self.counters["individuals_failed"] += 1
             for r in ok:
-                if r.get("kind") == "mean":
+                if isinstance(r.job, EvaluationJob):
                     self._on_mean(r)
                 else:
                     self._on_individual(r)
                     finished.append(r)
-            self.note_progress(bool(ok or failed))
+            self.watch(bool(ok or failed))
             if time.perf_counter() >= deadline and (finished or self.config.min_time_s_per_iteration is None):
                 break
             if time.perf_counter() >= deadline + 60:
@@ -445,12 +446,12 @@ class AESRL(ERLAlgorithm):
         """BlackBoxAlgorithm.collect, without counting mean evaluations as the paper's steps."""
         ok, failed = super().collect(timeout_s)
         for r in ok:
-            if r.get("kind") == "mean":
-                self.counters["env_steps"] -= r["length"]
-                self.counters["episodes"] -= 1
+            if isinstance(r.job, EvaluationJob):
+                self.counters["env_steps"] -= r.length
+                self.counters["episodes"] -= len(r.returns)
         return ok, failed
 
-    def _log(self, finished: list[dict[str, Any]], since: float, busy_before) -> None:
+    def _log(self, finished: list[ERLResult], since: float, busy_before) -> None:
         self.log_batch(finished, since, busy_before)
         m = self.metrics
         m.log_value(

@@ -38,7 +38,8 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BLACKBOX
-from rllib_ext.common.erl import ERLAlgorithm, ERLConfig
+from rllib_ext.common.blackbox.protocol import IndividualJob
+from rllib_ext.common.erl import ERLAlgorithm, ERLConfig, ERLResult
 from rllib_ext.common.population import SepCEM
 
 MODES = ("serial", "parallel")
@@ -158,44 +159,44 @@ class CEMRL(ERLAlgorithm):
         if steps > 0:
             self.critic_result(self.critic.train.remote(int(steps), actor))
 
-    def _job(self, z: np.ndarray, rl: bool) -> dict[str, Any]:
+    def _job(self, z: np.ndarray, rl: bool) -> IndividualJob:
         cfg = self.config
-        job = {
-            "id": self.pool.new_job_id(),
-            "kind": "individual",
-            "params_ref": [ray.put(z)],
-            "random_actions": self.counters["individual_steps"] < cfg.initial_steps,
-        }
-        if rl and self.critic_ref is not None:
-            steps = self.prev_generation_steps if cfg.rl_actor_steps == "auto" else int(cfg.rl_actor_steps)
-            job.update({"rl_steps": max(int(steps), 1), "critic_ref": [self.critic_ref]})
-        return job
+        rl = rl and self.critic_ref is not None
+        steps = self.prev_generation_steps if cfg.rl_actor_steps == "auto" else int(cfg.rl_actor_steps)
+        return IndividualJob(
+            id=self.pool.new_job_id(),
+            params_ref=[ray.put(z)],
+            random_actions=self.counters["individual_steps"] < cfg.initial_steps,
+            rl_steps=max(int(steps), 1) if rl else 0,
+            critic_ref=[self.critic_ref] if rl else None,
+        )
 
-    def _run(self, jobs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    def _run(self, jobs: list[IndividualJob]) -> dict[int, ERLResult]:
         """Runs the jobs (all at once), re-running failed episodes; results by job id."""
-        pending = {j["id"]: (j, 0) for j in jobs}
+        pending = {j.id: (j, 0) for j in jobs}
         for j in jobs:
             self.pool.submit([j])
-        done: dict[int, dict[str, Any]] = {}
-        self.note_progress(True)
+        done: dict[int, ERLResult] = {}
+        self.watch(True)
         while pending:
             ok, failed = self.collect(timeout_s=0.05)
             for r in ok:
-                if r["id"] in pending:
-                    pending.pop(r["id"])
-                    done[r["id"]] = r
+                if r.id in pending:
+                    pending.pop(r.id)
+                    done[r.id] = r
             for r in failed:
-                if r["id"] not in pending:
+                if r.id not in pending:
                     continue
-                job, tries = pending.pop(r["id"])
+                job, tries = pending.pop(r.id)
                 if tries < self.config.max_retries:
                     self.counters["individual_retries"] += 1
-                    pending[job["id"]] = (job, tries + 1)
+                    pending[job.id] = (job, tries + 1)
                     self.pool.submit([job])
                 else:
                     self.counters["individuals_failed"] += 1
-                    done[r["id"]] = dict(r, **{"return": float("-inf"), "length": 0})
-            self.note_progress(bool(ok or failed))
+                    r.ret, r.length = float("-inf"), 0
+                    done[r.id] = r
+            self.watch(bool(ok or failed))
         return done
 
     @override(Algorithm)
@@ -207,7 +208,7 @@ class CEMRL(ERLAlgorithm):
         use_rl = self.counters["individual_steps"] >= cfg.effective_rl_start_steps and self.prev_generation_steps > 0
         n_rl = cfg.rl_population if use_rl else 0
         critic_steps = self.prev_generation_steps // max(cfg.rl_population, 1)
-        results: list[dict[str, Any]] = []
+        results: list[ERLResult] = []
         if cfg.mode == "serial":
             for i, z in enumerate(individuals):
                 if i < n_rl:
@@ -218,26 +219,26 @@ class CEMRL(ERLAlgorithm):
                 self._train_critic(critic_steps, z)
             jobs = [self._job(z, i < n_rl) for i, z in enumerate(individuals)]
             by_id = self._run(jobs)
-            results = [by_id[j["id"]] for j in jobs]
+            results = [by_id[j.id] for j in jobs]
         fitness, evaluated = [], []
         for z, r in zip(individuals, results, strict=True):
-            params = r.get("params")
+            params = r.params
             if params is not None and not np.isfinite(params).all():  # e.g. trained on a diverged critic
                 self.counters["individuals_failed"] += 1
-                params, r["return"] = None, float("-inf")
+                params, r.ret = None, float("-inf")
             evaluated.append(params if params is not None else z)
-            fitness.append(r["return"] if np.isfinite(r["return"]) else float("-inf"))
+            fitness.append(r.ret if np.isfinite(r.ret) else float("-inf"))
         self.cem.tell(np.stack(evaluated), np.asarray(fitness))  # Eq. (1)-(2)
         self.mu, self.var = self.cem.mu, self.cem.var
         self.check_finite_population()
         self.update_index += 1
-        self.counters["n_rl"] += sum(1 for r in results if r.get("rl"))
-        self.counters["n_es"] += sum(1 for r in results if not r.get("rl"))
-        steps = int(sum(r["length"] for r in results))
+        self.counters["n_rl"] += sum(1 for r in results if r.rl)
+        self.counters["n_es"] += sum(1 for r in results if not r.rl)
+        steps = int(sum(r.length for r in results))
         self.counters["individual_steps"] += steps
         self.prev_generation_steps = steps
         self.publish()
-        finite = [r for r in results if np.isfinite(r["return"])]
+        finite = [r for r in results if np.isfinite(r.ret)]
         self.log_batch(finite, since, busy_before)
         m = self.metrics
         m.log_value((BLACKBOX, "generation_s"), time.perf_counter() - since, reduce="mean", window=1)
@@ -245,7 +246,7 @@ class CEMRL(ERLAlgorithm):
         for key in ("individuals_failed", "individual_retries"):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         if finite:
-            m.log_value((BLACKBOX, "best_individual_return"), max(r["return"] for r in finite), reduce="mean", window=1)
+            m.log_value((BLACKBOX, "best_individual_return"), max(r.ret for r in finite), reduce="mean", window=1)
         self.log_common()
         self.sync_mu_to_learner()
 

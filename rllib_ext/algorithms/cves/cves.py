@@ -34,11 +34,11 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.cves import cves_learner as cv
-from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner
+from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner, CVESPayload, CVESResult
 from rllib_ext.algorithms.es.es import ES
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
-from rllib_ext.common.samplers import make_sampler
 from rllib_ext.common.policies import DETERMINISTIC_HEADS
+from rllib_ext.common.samplers import make_sampler
 
 
 class CVESConfig(BlackBoxConfig):
@@ -195,24 +195,21 @@ class CVES(ES):
         return np.concatenate([[self.gamma], cv.phi_perturbations(self.phi, self._eps_phi, cfg.phi_noise_stdev)])
 
     @override(BlackBoxAlgorithm)
-    def publish(self) -> None:
-        """Publishes (θ_u, filter state, γ's of update u) to every runner (see the base method)."""
-        payload = (self.theta, self.obs_filter.get_state(), self.gammas_to_evaluate())
-        self.pool.publish(self.update_index, payload)
-        if self.env_runner is not None:
-            self.env_runner.publish(self.update_index, payload)
+    def make_payload(self) -> CVESPayload:
+        """(θ_u, filter state, γ's of update u) for every runner."""
+        return CVESPayload(theta=self.theta, filter_state=self.obs_filter.get_state(), gammas=self.gammas_to_evaluate())
 
     @override(ES)
-    def estimate_gradient(self, seed: int, rows: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, float]]:
+    def estimate_gradient(self, seed: int, rows: list[CVESResult]) -> tuple[np.ndarray, dict[str, float]]:
         """ĝ^cv (Eq. 8) of the batch, then the η (Eq. 9) and φ (Eq. 13) updates on the same batch."""
         cfg = self.config
         if not cfg.control_variate:
             return super().estimate_gradient(seed, rows)
         eps = self.sampler.sample(seed, len(rows))
         x, y, scale = cv.cv_terms(
-            np.array([r["return"] for r in rows]),
-            np.array([r["return_gamma"] for r in rows]),
-            np.stack([r["g_pg"] for r in rows]),
+            self.row_returns(rows),
+            np.array([r.return_gamma for r in rows]),
+            np.stack([r.g_pg for r in rows]),
             eps,
             float(cfg.noise_stdev),
             cfg.return_shaping,
@@ -223,7 +220,7 @@ class CVES(ES):
             "cv_gamma": self.gamma,
             "cv_eta_abs_mean": float(np.abs(self.eta).mean()),
             "cv_return_scale": scale,
-            "cv_pg_bytes_per_episode": float(rows[0]["g_pg"].nbytes),
+            "cv_pg_bytes_per_episode": float(rows[0].g_pg.nbytes),
         }
         if np.isfinite(est.var_es):
             info.update(cv_var_es=est.var_es, cv_var_cv=est.var_cv, cv_var_ratio=est.var_cv / max(est.var_es, 1e-300))

@@ -33,6 +33,7 @@ pass plus m backward passes give the m gradients.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,8 @@ import torch
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.cves.cves_learner import discounted_weights
-from rllib_ext.common.blackbox import BlackBoxEnvRunner, EpisodeFailed
+from rllib_ext.common.blackbox import BlackBoxEnvRunner
+from rllib_ext.common.blackbox.protocol import EpisodeResult, Payload
 from rllib_ext.common.policies import MLPPolicy
 from rllib_ext.common.trajectory import TrajectoryRecorder
 
@@ -88,6 +90,26 @@ def policy_gradients(policy: MLPPolicy, obs: np.ndarray, actions: np.ndarray, we
     return out
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class CVESPayload(Payload):
+    """θ_u, the filter state and the γ's whose PG terms the runners compute (None: CV off)."""
+
+    gammas: np.ndarray | None = None
+
+
+@dataclasses.dataclass(kw_only=True, slots=True)
+class CVESResult(EpisodeResult):
+    """A perturbation's result with its control-variate terms, averaged over the job's episodes.
+
+    Attributes:
+        return_gamma: J^{γ_j}(θ_u + σε) per γ_j, shape [m] (Eq. 1).
+        g_pg: ĝ^pg,γ_j per γ_j, shape [m, d] (Eq. 5).
+    """
+
+    return_gamma: np.ndarray | None = None
+    g_pg: np.ndarray | None = None
+
+
 class CVESEnvRunner(BlackBoxEnvRunner):
     """The black-box runner that also returns J^γ and ĝ^pg,γ per perturbation (module docstring).
 
@@ -95,10 +117,10 @@ class CVESEnvRunner(BlackBoxEnvRunner):
     off, and the runner then behaves exactly like :class:`BlackBoxEnvRunner`.
     """
 
+    result_cls = CVESResult
+
     def __init__(self, *, config, **kwargs):
         self.gammas: np.ndarray | None = None
-        self._recording = False
-        self._episode_extras: list[dict[str, Any]] = []
         super().__init__(config=config, **kwargs)
 
     @override(BlackBoxEnvRunner)
@@ -107,36 +129,15 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         self.env = TrajectoryRecorder(self.env)
 
     @override(BlackBoxEnvRunner)
-    def publish(self, version: int, payload) -> None:
+    def adopt(self, version: int, payload: CVESPayload) -> None:
         """Adopts (θ_u, filter state, γ's) of update ``version``."""
-        theta, filter_state, gammas = payload
-        self.gammas = None if gammas is None else np.asarray(gammas, dtype=np.float64)
-        super().publish(version, (theta, filter_state))
+        self.gammas = None if payload.gammas is None else np.asarray(payload.gammas, dtype=np.float64)
+        super().adopt(version, payload)
 
     @override(BlackBoxEnvRunner)
-    def run_jobs(self, version: int, payload_ref, jobs: list[dict[str, Any]]) -> dict[str, Any]:
-        """:meth:`BlackBoxEnvRunner.run_jobs`, each result extended by ``return_gamma``, ``g_pg``."""
-        self._recording, self._episode_extras = True, []
-        try:
-            out = super().run_jobs(version, payload_ref, jobs)
-        finally:
-            self._recording = False
-        # _run_episode adds one entry per episode, failed ones included, in the order of results.
-        for result, extra in zip(out["results"], self._episode_extras, strict=True):
-            result.update(extra)
-        return out
-
-    @override(BlackBoxEnvRunner)
-    def _run_episode(self, explore: bool = False, record_obs: bool = True, seed=None):
-        if not self._recording:
-            return super()._run_episode(explore=explore, record_obs=record_obs, seed=seed)
-        try:
-            ret, length = super()._run_episode(explore=explore, record_obs=record_obs, seed=seed)
-        except EpisodeFailed:
-            self._episode_extras.append({})
-            raise
-        self._episode_extras.append({} if self.gammas is None else self._pg_terms())
-        return ret, length
+    def episode_extras(self) -> dict[str, Any]:
+        """J^γ and ĝ^pg,γ of the episode just run (none when the control variate is off)."""
+        return {} if self.gammas is None else self._pg_terms()
 
     def _pg_terms(self) -> dict[str, Any]:
         """J^{γ_j} and ĝ^pg,γ_j of the episode just recorded (Eq. 1, 5)."""
@@ -145,4 +146,4 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         obs = np.stack([self.obs_filter(o, record=False) for o in rec.observations[:steps]])
         weights = discounted_weights(np.asarray(rec.rewards), self.gammas)  # [m, T]
         g_pg = policy_gradients(self.module.policy, obs, np.stack(rec.actions), weights)
-        return {"return_gamma": weights[:, 0].tolist(), "g_pg": g_pg}  # w_0(γ) = J^γ
+        return {"return_gamma": weights[:, 0], "g_pg": g_pg}  # w_0(γ) = J^γ

@@ -23,8 +23,6 @@ returns, or of the whole batch when it has none).
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import NotProvided
@@ -33,7 +31,6 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.algorithms.dfd.dfd_learner import ParameterHistory, ReturnBuffer, dfd_gradient
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
 
-NO_PROGRESS_TIMEOUT_S = 120.0
 # Perturbation ids per update: (batch seed of u, JOB_ROWS, running index).
 JOB_ROWS = 1 << 20
 
@@ -100,7 +97,7 @@ class DFD(BlackBoxAlgorithm):
     def _refill(self) -> None:
         """Queues jobs of the newest θ for every free slot (runners never wait, Algorithm 2)."""
         u = self.update_index
-        self.pool.drop_queued(lambda jobs: jobs[0]["version"] != u)
+        self.pool.drop_queued(lambda call: call.version != u)
         free = self.num_runners * self.config.jobs_in_flight_per_env_runner - self.pool.num_in_flight
         per_call = self.call_size(self.config.episodes_per_batch)
         for _ in range(max(free - self.pool.num_queued, 0)):
@@ -114,26 +111,21 @@ class DFD(BlackBoxAlgorithm):
         cfg = self.config
         since, busy_before = self.pool.snapshot()
         u = self.update_index
-        evals, last_progress = [], time.perf_counter()
+        evals = []
         self._refill()
+        self.watch(True)
         while not self.returns.ready():
             ok, failed = self.collect(timeout_s=0.05)
-            evals += [r["return"] for r in ok if r["index"] is None]
-            self.returns.add([r for r in ok if r["index"] is not None], u)
+            evals += [r.ret for r in ok if r.index is None]
+            self.returns.add([r for r in ok if r.index is not None], u)
             self._refill()
-            if ok or failed:
-                last_progress = time.perf_counter()
-            elif time.perf_counter() - last_progress > NO_PROGRESS_TIMEOUT_S:
-                raise RuntimeError(
-                    f"DFD_EXT: no return for {NO_PROGRESS_TIMEOUT_S:.0f} s (healthy runners: "
-                    f"{self.pool.healthy_runner_ids()})"
-                )
+            self.watch(bool(ok or failed))
 
         batch = self.returns.take_batch(u)
-        rewards = np.array([r["return"] for r in batch])
-        versions = np.array([int(r["u"]) for r in batch])
+        rewards = np.array([r.ret for r in batch])
+        versions = np.array([r.version for r in batch])
         delays = u - versions
-        sigma_eps = np.stack([self.sampler.perturbation(r["seed"], r["n"], r["index"]) for r in batch])
+        sigma_eps = np.stack([self.sampler.perturbation(r.job.seed, r.job.n, r.job.index) for r in batch])
         sigma_eps *= np.float32(cfg.noise_stdev)
         g, info = dfd_gradient(rewards, sigma_eps, delays, self.history, u, versions)
         current = delays == 0

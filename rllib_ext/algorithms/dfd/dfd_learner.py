@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rllib_ext.common.blackbox.protocol import EpisodeResult, result_from_state, result_to_state
 from rllib_ext.common.shaping import standardize
 
 
@@ -62,15 +63,15 @@ class ReturnBuffer:
 
     def __init__(self, n: int, u_max: int, delayed_returns: bool = True):
         self.n, self.u_max, self.delayed_returns = int(n), int(u_max), bool(delayed_returns)
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[EpisodeResult] = []
         self.num_dropped_stale = 0
 
-    def _too_old(self, r: dict[str, Any], u: int) -> bool:
-        delay = u - int(r["u"])
+    def _too_old(self, r: EpisodeResult, u: int) -> bool:
+        delay = u - r.version
         return delay > self.u_max or (not self.delayed_returns and delay > 0)
 
-    def add(self, results: Sequence[dict[str, Any]], u: int) -> int:
-        """Adds returns (dicts with ``u``); returns how many were dropped as too old."""
+    def add(self, results: Sequence[EpisodeResult], u: int) -> int:
+        """Adds returns (credited to ``r.version``); returns how many were dropped as too old."""
         dropped = 0
         for r in results:
             if self._too_old(r, u):
@@ -83,7 +84,7 @@ class ReturnBuffer:
     def ready(self) -> bool:
         return len(self.pending) >= self.n
 
-    def take_batch(self, u: int) -> list[dict[str, Any]]:
+    def take_batch(self, u: int) -> list[EpisodeResult]:
         """The oldest N usable returns; the rest stay for the next update (App. A.2).
 
         Returns that became too old while waiting (delay grew past U_max) are dropped first.
@@ -94,10 +95,10 @@ class ReturnBuffer:
         return batch
 
     def get_state(self) -> dict[str, Any]:
-        return {"pending": list(self.pending), "num_dropped_stale": self.num_dropped_stale}
+        return {"pending": [result_to_state(r) for r in self.pending], "num_dropped_stale": self.num_dropped_stale}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self.pending = list(state["pending"])
+        self.pending = [result_from_state(r) for r in state["pending"]]  # also pre-protocol dicts
         self.num_dropped_stale = state["num_dropped_stale"]
 
 

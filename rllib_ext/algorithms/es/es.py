@@ -10,19 +10,18 @@ with F the return shaping (centered ranks by default), ε_i from the chosen samp
 (``adam`` default, ``sgd`` = Eq. (2), ``msgd`` = Eq. (19), ``dsgd`` = Eq. (20)–(22)).
 
 ES is synchronous by design: update u waits for all N returns of θ_u. A return computed for an
-older θ (possible only when a runner died and its jobs were re-run) is dropped and counted —
+older θ (possible only when a runner died with calls of an earlier batch) is dropped and counted —
 the idle time and waste that DFD_EXT removes; ``blackbox/worker_utilization`` shows it.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
+from rllib_ext.common.blackbox.protocol import EpisodeResult
 from rllib_ext.common.es_gradient import es_gradient
 from rllib_ext.common.shaping import shape_returns
 from rllib_ext.common.validation import algo_name
@@ -58,43 +57,46 @@ class ES(BlackBoxAlgorithm):
     def get_default_config(cls) -> ESConfig:
         return ESConfig()
 
-    def evaluate_batch(self, seed: int, n: int) -> tuple[list[dict[str, Any]], list[float]]:
+    def evaluate_batch(self, seed: int, n: int) -> tuple[list[EpisodeResult], list[float]]:
         """Evaluates rows 0..n−1 of batch ``seed`` of θ_u (and ``eval_episodes`` of θ_u); waits for all.
 
-        A failed episode is re-run on a fresh env (at most ``MAX_FAILURES_PER_BATCH_FACTOR``·n per
-        batch); a return of an older θ (a re-run job of a dead runner) is dropped and counted.
-        CVES_EXT reuses this for its batches.
+        A failed job is re-run on a fresh env (at most ``MAX_FAILURES_PER_BATCH_FACTOR``·n per
+        batch). Every result is measured at the θ its job was submitted with (the pool re-sends a
+        lost call with its own payload), so after a runner loss a job of an older θ can only be
+        one of an earlier batch: such calls are dropped from the queue, and their results if any
+        arrive, counted. CVES_EXT reuses this for its batches.
 
         Returns:
-            (the runner's result dict of each row, in row order; the returns of θ_u itself).
+            (the result of each row, in row order; the returns of θ_u itself).
         """
         u, name = self.update_index, algo_name(self)
         self.submit_perturbations(seed, n)
         eval_ids = set(self.submit_unperturbed(self.config.eval_episodes))
         by_index, evals = {}, []
         failures = 0
-        self.note_progress(True)
+        self.watch(True)
         while len(by_index) < n or len(evals) < len(eval_ids):
+            self.pool.drop_queued(lambda call: call.version != u)  # re-queued calls of an earlier batch
             ok, failed = self.collect(timeout_s=0.05)
             for r in ok:
-                if r["u"] != u:
+                if r.version != u:
                     self.counters["returns_dropped_stale"] += 1
-                elif r["index"] is None:
-                    evals.append(r["return"])
+                elif r.index is None:
+                    evals.append(r.ret)
                 else:
-                    by_index[r["index"]] = r
-            for r in failed:  # re-run the perturbation on a fresh env
+                    by_index[r.index] = r
+            for r in failed:  # re-run the job on a fresh env
                 failures += 1
                 if failures > MAX_FAILURES_PER_BATCH_FACTOR * n:
                     raise RuntimeError(
-                        f"{name}: {failures} episodes failed in update {u} (last: {r['error']}); "
+                        f"{name}: {failures} episodes failed in update {u} (last: {r.error}); "
                         "the env keeps failing — see the env runner logs"
                     )
-                if r["index"] is None:
+                if r.index is None:
                     self.submit_unperturbed(1)
                 else:
-                    self.submit_perturbations(seed, n, [r["index"]])
-            self.note_progress(bool(ok or failed))
+                    self.submit_perturbations(seed, n, [r.index])
+            self.watch(bool(ok or failed))
         return [by_index[i] for i in range(n)], evals
 
     @override(Algorithm)
@@ -121,11 +123,11 @@ class ES(BlackBoxAlgorithm):
         m.log_value((BLACKBOX, "updates_lifetime"), self.update_index, reduce="max", window=1)
 
     @staticmethod
-    def row_returns(rows: list[Any]) -> np.ndarray:
+    def row_returns(rows: list[EpisodeResult]) -> np.ndarray:
         """The return of each row (a perturbation's mean over its ``episodes_per_job`` episodes)."""
-        return np.array([r["return"] for r in rows], dtype=np.float64)
+        return np.array([r.ret for r in rows], dtype=np.float64)
 
-    def estimate_gradient(self, seed: int, rows: list[dict[str, Any]]) -> tuple[np.ndarray, dict[str, float]]:
+    def estimate_gradient(self, seed: int, rows: list[EpisodeResult]) -> tuple[np.ndarray, dict[str, float]]:
         """The ascent estimate ĝ of update u from the results of batch ``seed``, in row order.
 
         Returns:

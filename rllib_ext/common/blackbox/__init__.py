@@ -14,12 +14,16 @@ Pieces, each an RLlib component so that RLlib manages, checkpoints and restarts 
   benchmarks/es_throughput.py). Plugged in with ``env_runner_cls`` so RLlib's EnvRunnerGroup
   health-checks and restarts it.
 - :class:`BlackBoxAlgorithm` (``algorithm.py``): the driver side every black-box algorithm shares: publishing
-  (θ_u, u, observation filter), the async job pool, merging filter deltas, evaluating θ_u, metrics.
+  (θ_u, u, observation filter), the async job pool, merging filter deltas, evaluating θ_u, the
+  watchdog, metrics.
+- ``protocol.py``: the typed messages (Job, Call, Payload, EpisodeResult, Reply).
+- ``pool.py``: :class:`AsyncJobPool`, the driver's asynchronous job pool (credit, re-queueing, overdue calls).
+- ``obs_filter.py``: the observation filter the runners update and the driver merges.
 
-**Low bandwidth.** A job carries the update index u, a reference to (θ_u, filter state) that the
-runner fetches once per u, and perturbation ids ``(batch seed, n, i, sign)``; the runner
-regenerates ε_i from the sampler. A result is ``(job id, seed, i, return, length, u, runner id)``
-plus the runner's observation-statistics delta — never a noise vector.
+**Low bandwidth.** A call carries the update index u, a reference to u's Payload (θ_u, filter
+state) that the runner fetches once per u, and perturbation ids ``(batch seed, n, index)``; the
+runner regenerates ε_index from the sampler. A result is the job plus its return, length and
+timing, with the runner's observation-statistics delta per call — never a noise vector.
 """
 
 from rllib_ext.common.blackbox.algorithm import BLACKBOX, BlackBoxAlgorithm
@@ -33,6 +37,16 @@ from rllib_ext.common.blackbox.env_runner import (
     episode_seed,
 )
 from rllib_ext.common.blackbox.learner import BlackBoxLearner
+from rllib_ext.common.blackbox.protocol import (
+    Call,
+    EpisodeResult,
+    EvaluationJob,
+    IndividualJob,
+    Job,
+    Payload,
+    PerturbationJob,
+    Reply,
+)
 from rllib_ext.common.blackbox.rl_module import BlackBoxRLModule
 
 __all__ = [
@@ -44,6 +58,14 @@ __all__ = [
     "BlackBoxEnvRunner",
     "BlackBoxLearner",
     "BlackBoxRLModule",
+    "Call",
+    "EpisodeResult",
+    "EvaluationJob",
+    "IndividualJob",
+    "Job",
+    "Payload",
+    "PerturbationJob",
+    "Reply",
     "EpisodeFailed",
     "EpisodeRecord",
     "episode_seed",

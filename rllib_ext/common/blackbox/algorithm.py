@@ -22,8 +22,9 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common.blackbox.env_runner import EVALUATION_STREAM, PERTURBATION_STREAM
+from rllib_ext.common.blackbox.obs_filter import ObservationFilter
+from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, Payload, PerturbationJob
 from rllib_ext.common.guards import FiniteParametersGuard
-from rllib_ext.common.obs_filter import ObservationFilter
 from rllib_ext.common.validation import algo_name
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
 
     @override(Algorithm)
     def setup(self, config):
-        from rllib_ext.common.async_pool import AsyncJobPool
+        from rllib_ext.common.blackbox.pool import AsyncJobPool
 
         super().setup(config)
         obs_space = self.spaces[DEFAULT_MODULE_ID][0]
@@ -54,6 +55,8 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.batch_seed = int(self.config.batch_seed_offset) + 1_000_003 * int(self.config.seed or 0)
         self.counters = {
             "episodes_failed": 0,
+            "episodes_capped": 0,
+            "calls_overdue": 0,
             "returns_dropped_stale": 0,
             "env_steps": 0,
             "episodes": 0,
@@ -72,12 +75,16 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     def num_runners(self) -> int:
         return max(len(self.pool.healthy_runner_ids()), 1)
 
+    def make_payload(self) -> Payload:
+        """What the runners need of update u: θ_u and the observation filter (the payload hook)."""
+        return Payload(theta=self.theta, filter_state=self.obs_filter.get_state())
+
     def publish(self) -> None:
-        """Makes (θ_u, filter state) of update u the parameters of every call sent from now on."""
-        payload = (self.theta, self.obs_filter.get_state())
+        """Makes the payload of update u the one of every call submitted from now on."""
+        payload = self.make_payload()
         self.pool.publish(self.update_index, payload)
         if self.env_runner is not None:  # the local runner: `rllib evaluate`, restarts sync from it
-            self.env_runner.publish(self.update_index, payload)
+            self.env_runner.adopt(self.update_index, payload)
 
     def next_batch_seed(self) -> int:
         self.batch_seed += 1
@@ -94,49 +101,49 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         """Queues rows ``indices`` (default all n) of batch ``seed``; returns their job ids."""
         indices = list(range(n) if indices is None else indices)
         size = self.call_size(n)
-        ids = []
+        ids, episodes, env_seed = [], int(self.config.episodes_per_job), self.job_env_seed(seed)
         for start in range(0, len(indices), size):
-            jobs = []
-            for index in indices[start : start + size]:
-                jobs.append(
-                    {
-                        "id": self.pool.new_job_id(),
-                        "seed": seed,
-                        "n": n,
-                        "index": int(index),
-                        "env_seed": self.job_env_seed(seed),
-                    }
+            jobs = [
+                PerturbationJob(
+                    id=self.pool.new_job_id(), seed=seed, n=n, index=int(index), episodes=episodes, env_seed=env_seed
                 )
+                for index in indices[start : start + size]
+            ]
             self.pool.submit(jobs)
-            ids += [j["id"] for j in jobs]
+            ids += [j.id for j in jobs]
         return ids
 
     def submit_unperturbed(self, episodes: int) -> list[int]:
+        """Queues ``episodes`` one-episode evaluations of θ_u (one job each); returns their ids."""
         ids = []
         for _ in range(episodes):
-            job_id = self.pool.new_job_id()
-            self.pool.submit([{"id": job_id, "seed": None, "n": 0, "index": None, "env_seed": self.eval_env_seed()}])
-            ids.append(job_id)
+            job = EvaluationJob(id=self.pool.new_job_id(), env_seed=self.eval_env_seed())
+            self.pool.submit([job])
+            ids.append(job.id)
         return ids
 
-    def job_env_seed(self, batch_seed: int) -> list[int] | None:
+    def job_env_seed(self, batch_seed: int) -> tuple[int, ...] | None:
         """Entropy of a perturbation job's episodes under ``common_random_numbers`` (else None)."""
-        return [PERTURBATION_STREAM, int(batch_seed)] if self.config.common_random_numbers else None
+        return (PERTURBATION_STREAM, int(batch_seed)) if self.config.common_random_numbers else None
 
-    def eval_env_seed(self) -> list[int] | None:
+    def eval_env_seed(self) -> tuple[int, ...] | None:
         """Entropy of θ_u's next evaluation episode under ``common_random_numbers``: (u, j)."""
         if not self.config.common_random_numbers:
             return None
         u, j = self._eval_seed_counter
         j = j if u == self.update_index else 0
         self._eval_seed_counter = (self.update_index, j + 1)
-        return [EVALUATION_STREAM, int(self.config.seed or 0), self.update_index, j]
+        return (EVALUATION_STREAM, int(self.config.seed or 0), self.update_index, j)
 
     #: Seconds without any result and without a healthy env runner before a loop gives up.
     no_runner_timeout_s = 120.0
 
-    def note_progress(self, progressed: bool) -> None:
-        """Call once per polling round: fails loudly when runners are gone instead of waiting forever.
+    def watch(self, progressed: bool) -> None:
+        """The one watchdog of every black-box loop; call once per polling round.
+
+        A call in flight far longer than calls usually take (``AsyncJobPool.overdue``) is logged
+        and counted (``blackbox/calls_overdue_lifetime``), not waited on silently; RLlib's health
+        checks restart a runner that died. Without any healthy runner the loop fails loudly.
 
         Raises:
             RuntimeError: No result for :attr:`no_runner_timeout_s` and no healthy env runner.
@@ -144,7 +151,18 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         now = time.perf_counter()
         if progressed or getattr(self, "_last_progress", None) is None:
             self._last_progress = now
-        elif now - self._last_progress > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
+        for runner, call, age in self.pool.overdue():
+            self.counters["calls_overdue"] += 1
+            logger.warning(
+                "rllib_ext: %s: env runner %d has not answered a call of %d job(s) for %.0f s (calls usually "
+                "take %.2f s); still waiting on it",
+                algo_name(self),
+                runner,
+                len(call.jobs),
+                age,
+                self.pool._typical_call_s or 0.0,
+            )
+        if now - self._last_progress > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
             raise RuntimeError(f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s")
 
     def check_can_train(self) -> None:
@@ -152,26 +170,24 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         if self.env_runner_group.num_remote_env_runners() < 1:
             raise ValueError(f"{type(self).__name__} needs num_env_runners >= 1 to train")
 
-    def collect(self, timeout_s: float = 0.01):
+    def collect(self, timeout_s: float = 0.01) -> tuple[list[EpisodeResult], list[EpisodeResult]]:
         """(finished results, failed results), with filter deltas merged and failures counted.
 
-        A failed episode (the env raised, or returned NaN/inf) is logged and counted, never used
-        as a return; the caller decides whether to re-submit its perturbation.
+        A failed job (the env raised, or returned NaN/inf) is logged and counted, never used
+        as a return; the caller decides whether to re-submit it.
         """
         ok, failed = [], []
-        for call in self.pool.poll(timeout_s=timeout_s):
-            self.obs_filter.merge(call["obs_delta"])
-            for r in call["results"]:
-                r["runner"] = call["runner"]
-                if r["failed"]:
+        for reply in self.pool.poll(timeout_s=timeout_s):
+            self.obs_filter.merge(reply.obs_delta)
+            for r in reply.results:
+                self.counters["episodes_capped"] += r.capped
+                if r.failed:
                     self.counters["episodes_failed"] += 1
-                    logger.warning(
-                        "rllib_ext: episode on env runner %s failed and is not used: %s", call["runner"], r["error"]
-                    )
+                    logger.warning("rllib_ext: episode on env runner %s failed and is not used: %s", r.runner, r.error)
                     failed.append(r)
                     continue
-                self.counters["env_steps"] += r["length"]
-                self.counters["episodes"] += 1
+                self.counters["env_steps"] += r.length
+                self.counters["episodes"] += len(r.returns)
                 ok.append(r)
         return ok, failed
 
@@ -183,23 +199,24 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.publish()
         return stats
 
-    def log_batch(self, results: list[dict[str, Any]], since: float, busy_before: dict[int, float]) -> None:
+    def log_batch(self, results: list[EpisodeResult], since: float, busy_before: dict[int, float]) -> None:
         """Env-step/episode counters and return metrics under RLlib's keys, plus utilization.
 
         ``worker_utilization``: runner busy time / (runners × wall); ``useful_utilization``: the
         part of it spent on episodes whose returns this update used; ``updates_per_s``.
         """
-        steps = int(sum(r["length"] for r in results))
+        steps = int(sum(r.length for r in results))
+        episodes = sum(len(r.returns) for r in results)
         m = self.metrics
         m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), steps, reduce="lifetime_sum")
-        m.log_value((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), len(results), reduce="lifetime_sum")
+        m.log_value((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), episodes, reduce="lifetime_sum")
         m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED), steps, reduce="sum")
         if results:
-            returns = [r["return"] for r in results]
+            returns = [x for r in results for x in r.returns]
             window = max(self.config.episodes_per_batch, 10)
             for key, value in (
                 (EPISODE_RETURN_MEAN, float(np.mean(returns))),
-                (EPISODE_LEN_MEAN, float(np.mean([r["length"] for r in results]))),
+                (EPISODE_LEN_MEAN, steps / max(episodes, 1)),
             ):
                 m.log_value((ENV_RUNNER_RESULTS, key), value, reduce="mean", window=window)
             m.log_value((ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX), float(np.max(returns)), reduce="max", window=window)
@@ -212,7 +229,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         )
         # Runner time spent on episodes whose returns entered this update / (runners × wall).
         wall = max(time.perf_counter() - since, 1e-9)
-        useful_s = sum(r.get("duration_s", 0.0) for r in results)
+        useful_s = sum(r.duration_s for r in results)
         self.counters["useful_runner_s"] += useful_s
         m.log_value((BLACKBOX, "env_steps_per_s"), steps / wall, reduce="mean", window=20)
         m.log_value((BLACKBOX, "useful_utilization"), useful_s / (self.num_runners * wall), reduce="mean", window=20)
@@ -225,7 +242,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             window=1,
         )
         m.log_value((BLACKBOX, "update_index"), self.update_index, reduce="max", window=1)
-        for key in ("episodes_failed", "returns_dropped_stale"):
+        for key in ("episodes_failed", "episodes_capped", "calls_overdue", "returns_dropped_stale"):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         m.log_value((BLACKBOX, "runner_calls_lost_lifetime"), self.pool.num_calls_lost, reduce="max", window=1)
         m.log_value((BLACKBOX, "jobs_requeued_lifetime"), self.pool.num_jobs_requeued, reduce="max", window=1)

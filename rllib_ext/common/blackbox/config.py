@@ -46,7 +46,13 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     - ``eval_episodes``: episodes of the unperturbed θ_u per update (0 skips; paper 000 uses 10).
     - ``jobs_in_flight_per_env_runner`` (≥ 2 hides the ~2 ms round trip),
       ``perturbations_per_call`` (several short episodes per remote call; ``"auto"`` sizes calls
-      so that each runner gets about 4 calls per batch) and ``episodes_per_job``.
+      so that each runner gets about 4 calls per batch) and ``episodes_per_job`` (k episodes per
+      perturbation; its return is their mean, every episode counts).
+    - ``max_episode_steps``: the runner's step cap. None: the env's own time limit
+      (``env.spec.max_episode_steps``) where it has one, else ``DEFAULT_MAX_EPISODE_STEPS`` (logged
+      once per runner): an env without a time limit must not keep a runner busy forever with a
+      policy that never reaches a terminal state. Capped episodes count as truncations
+      (``blackbox/episodes_capped_lifetime``).
     - ``common_random_numbers``: seed every episode from its job instead of from the runner's
       own stream. Episode k of any perturbation of batch s resets the env (and the generator of a
       stochastic head) with a seed drawn from (s, k), so all perturbations of a batch meet the
@@ -78,6 +84,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.eval_episodes = 0
         self.jobs_in_flight_per_env_runner = 2
         self.episodes_per_job = 1
+        self.max_episode_steps = None
         self.perturbations_per_call = "auto"
         self.batch_seed_offset = 0
         self.common_random_numbers = False
@@ -116,6 +123,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         eval_episodes=NotProvided,
         jobs_in_flight_per_env_runner=NotProvided,
         episodes_per_job=NotProvided,
+        max_episode_steps=NotProvided,
         perturbations_per_call=NotProvided,
         common_random_numbers=NotProvided,
         **kwargs,
@@ -139,6 +147,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             eval_episodes=eval_episodes,
             jobs_in_flight_per_env_runner=jobs_in_flight_per_env_runner,
             episodes_per_job=episodes_per_job,
+            max_episode_steps=max_episode_steps,
             perturbations_per_call=perturbations_per_call,
             common_random_numbers=common_random_numbers,
         )
@@ -189,6 +198,10 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if self.jobs_in_flight_per_env_runner < 1 or self.episodes_per_job < 1:
             self._value_error("jobs_in_flight_per_env_runner and episodes_per_job must be >= 1")
+        if self.max_episode_steps is not None and not (
+            isinstance(self.max_episode_steps, int) and self.max_episode_steps >= 1
+        ):
+            self._value_error(f"max_episode_steps must be None or an integer >= 1, got {self.max_episode_steps!r}")
         if self.max_requests_in_flight_per_env_runner < self.jobs_in_flight_per_env_runner:
             # RLlib would silently drop the extra requests.
             self._value_error(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -26,15 +27,29 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common import samplers as samplers_lib
-from rllib_ext.common.obs_filter import ObservationFilter
+from rllib_ext.common.blackbox.obs_filter import ObservationFilter
+from rllib_ext.common.blackbox.protocol import (
+    Call,
+    EpisodeResult,
+    EvaluationJob,
+    Job,
+    Payload,
+    PerturbationJob,
+    Reply,
+)
 from rllib_ext.common.policies import check_policy_spec
 from rllib_ext.common.validation import make_single_env
+
+logger = logging.getLogger(__name__)
 
 # Tags that keep the episode seeds of perturbations and of θ_u's evaluations apart.
 PERTURBATION_STREAM, EVALUATION_STREAM = 1, 2
 
+#: Step cap of an env without its own time limit (``max_episode_steps=None``).
+DEFAULT_MAX_EPISODE_STEPS = 10_000
 
-def episode_seed(entropy: list[int] | None, k: int) -> int | None:
+
+def episode_seed(entropy: tuple[int, ...] | None, k: int) -> int | None:
     """Seed of episode k of a job whose ``env_seed`` is ``entropy`` (None: the runner's stream)."""
     if entropy is None:
         return None
@@ -63,7 +78,8 @@ class EpisodeFailed(Exception):
 class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     """Lean env runner: a plain episode loop with the policy of :class:`BlackBoxRLModule`.
 
-    Remote methods used by the driver (:class:`AsyncJobPool`): :meth:`run_jobs`. RLlib's own
+    Remote method used by the driver (:class:`AsyncJobPool`): :meth:`run_jobs` (a typed
+    :class:`~rllib_ext.common.blackbox.protocol.Call` in, a ``Reply`` out). RLlib's own
     contract (state sync, restarts, ``rllib evaluate``): :meth:`sample`, :meth:`get_state`,
     :meth:`set_state`, :meth:`get_spaces`, :meth:`get_metrics`, :meth:`assert_healthy`.
     """
@@ -95,10 +111,28 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             except Exception:  # noqa: BLE001 - a broken env may fail to close; we replace it
                 pass
         self.env = make_single_env(self.config, self.worker_index, self.num_workers)
+        self.step_cap = self._step_cap()
         seed = None if self._seed is None else int(self._seed)
         self.env.reset(seed=seed)
         if seed is not None:
             self.env.action_space.seed(seed)
+
+    def _step_cap(self) -> int:
+        """``max_episode_steps``, else the env's time limit, else the default (logged once)."""
+        if self.config.max_episode_steps is not None:
+            return int(self.config.max_episode_steps)
+        spec = getattr(self.env, "spec", None)
+        if spec is not None and spec.max_episode_steps:
+            return int(spec.max_episode_steps)
+        if not getattr(self, "_cap_logged", False):
+            self._cap_logged = True
+            logger.warning(
+                "rllib_ext: env %r has no time limit; episodes are cut at %d steps and counted as truncated "
+                "(set max_episode_steps to choose)",
+                self.config.env,
+                DEFAULT_MAX_EPISODE_STEPS,
+            )
+        return DEFAULT_MAX_EPISODE_STEPS
 
     @override(EnvRunner)
     def make_module(self):
@@ -121,7 +155,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self.module.set_flat(self._theta)
         out = []
         for _ in range(num_episodes):
-            ret, length = self._run_episode(explore=explore, record_obs=False)
+            ret, length, _ = self._run_episode(explore=explore, record_obs=False)
             out.append(EpisodeRecord(ret, length))
         return out
 
@@ -183,12 +217,11 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             self.env.close()
 
     # -- The black-box job protocol ---------------------------------------------------------
-    def publish(self, version: int, payload) -> None:
-        """Adopts θ_u and the filter state of update ``version`` (payload: (θ, filter state))."""
-        theta, filter_state = payload
-        self._theta = np.asarray(theta, dtype=np.float32)
-        if filter_state is not None:
-            self.obs_filter.set_state(filter_state)
+    def adopt(self, version: int, payload: Payload) -> None:
+        """Adopts the payload of update ``version`` (θ_u and the filter state; subclasses: more)."""
+        self._theta = np.asarray(payload.theta, dtype=np.float32)
+        if payload.filter_state is not None:
+            self.obs_filter.set_state(payload.filter_state)
         self.version = version
 
     def _sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
@@ -201,63 +234,83 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         eps = self._sampler(self._theta.size).perturbation(seed, n, index)
         return self._theta + np.float32(self.config.noise_stdev) * eps
 
-    def run_jobs(self, version: int, payload_ref: list[ray.ObjectRef], jobs: list[dict[str, Any]]) -> dict[str, Any]:
-        """Evaluates perturbations of θ_version, one episode each (``episodes_per_job`` each).
+    def run_jobs(self, call: Call) -> Reply:
+        """Runs every job of ``call`` with the payload of ``call.version`` (fetched when new here)."""
+        t0 = time.perf_counter()
+        if call.version != self.version:
+            self.adopt(call.version, ray.get(call.payload_ref))
+        results = [self.run_job(job) for job in call.jobs]
+        return Reply(
+            results=results,
+            busy_s=time.perf_counter() - t0,
+            runner=self.worker_index,
+            obs_delta=self.obs_filter.pop_delta(),
+            steps=sum(r.length for r in results),
+        )
 
-        Args:
-            version: Update index u of the parameters the jobs perturb.
-            payload_ref: ``[ObjectRef((θ_u, filter state))]``; fetched only when u is new here.
-            jobs: Dicts with ``id``, ``seed``, ``n``, ``index`` (a row of the sampler's batch) or
-                ``index: None`` for the unperturbed θ_u.
+    def run_job(self, job: Job) -> EpisodeResult:
+        """One job: a perturbation θ_u + σε_index or θ_u itself (an :class:`EvaluationJob`)."""
+        if isinstance(job, PerturbationJob):
+            self.module.set_flat(self.perturbed_theta(job.seed, job.n, job.index))
+            return self.evaluate(job, explore=bool(self.config.explore_perturbations))
+        if isinstance(job, EvaluationJob):
+            self.module.set_flat(self._theta)
+            return self.evaluate(job, explore=bool(self.config.explore_perturbations))
+        raise TypeError(f"{type(self).__name__} cannot run a {type(job).__name__}")
 
-        Returns:
-            ``{"results": [...], "busy_s", "runner", "obs_delta", "steps"}``; each result
-            ``{"id", "seed", "n", "index", "return", "length", "u", "failed", "error",
-            "duration_s"}``.
+    #: The result type :meth:`evaluate` builds (subclasses add fields, see :meth:`episode_extras`).
+    result_cls = EpisodeResult
+
+    def episode_extras(self) -> dict[str, Any]:
+        """Per-episode extras of the episode just run (averaged over the job's episodes into
+        fields of :attr:`result_cls`); none here."""
+        return {}
+
+    def evaluate(self, job: Job, explore: bool) -> EpisodeResult:
+        """Runs ``job.episodes`` episodes of the module's current weights; the mean return counts.
+
+        Paper 000/002 evaluate each perturbation with one episode; with k > 1 the k returns are
+        averaged (a lower-variance estimate of the same R(θ_u + σε)), never dropped. An episode
+        that fails fails the job (the driver re-runs or drops it, counted); the env is rebuilt.
         """
         t0 = time.perf_counter()
-        if version != self.version:
-            self.publish(version, ray.get(payload_ref[0]))
-        results, steps = [], 0
-        for job in jobs:
-            index = job.get("index")
-            theta = self._theta if index is None else self.perturbed_theta(job["seed"], job["n"], index)
-            self.module.set_flat(theta)
-            for k in range(int(self.config.episodes_per_job)):
-                t_episode = time.perf_counter()
-                try:
-                    ret, length = self._run_episode(
-                        explore=bool(self.config.explore_perturbations), seed=episode_seed(job.get("env_seed"), k)
-                    )
-                    failed, error = False, None
-                except EpisodeFailed as e:
-                    ret, length, failed, error = float("nan"), 0, True, str(e)
-                    self.make_env()  # a fresh env for the next episode (RLlib's recovery too)
-                steps += length
-                results.append(
-                    {
-                        "id": job["id"],
-                        "seed": job.get("seed"),
-                        "n": job.get("n"),
-                        "index": index,
-                        "return": ret,
-                        "length": length,
-                        "u": version,
-                        "failed": failed,
-                        "error": error,
-                        "duration_s": time.perf_counter() - t_episode,
-                    }
+        returns, length, capped, extras = [], 0, 0, []
+        for k in range(int(job.episodes)):
+            try:
+                ret, steps, was_capped = self._run_episode(explore=explore, seed=episode_seed(job.env_seed, k))
+            except EpisodeFailed as e:
+                self.make_env()  # a fresh env for the next episode (RLlib's recovery too)
+                return self.result_cls(
+                    job=job,
+                    ret=float("nan"),
+                    returns=tuple(returns),
+                    length=length,
+                    capped=capped,
+                    failed=True,
+                    error=str(e),
+                    duration_s=time.perf_counter() - t0,
+                    runner=self.worker_index,
                 )
-        return {
-            "results": results,
-            "busy_s": time.perf_counter() - t0,
-            "runner": self.worker_index,
-            "obs_delta": self.obs_filter.pop_delta(),
-            "steps": steps,
-        }
+            returns.append(ret)
+            length += steps
+            capped += int(was_capped)
+            extras.append(self.episode_extras())
+        averaged = {key: np.mean([e[key] for e in extras], axis=0) for key in extras[0]} if extras else {}
+        return self.result_cls(
+            job=job,
+            ret=float(np.mean(returns)),
+            returns=tuple(returns),
+            length=length,
+            capped=capped,
+            duration_s=time.perf_counter() - t0,
+            runner=self.worker_index,
+            **averaged,
+        )
 
     def _run_episode(self, explore: bool = False, record_obs: bool = True, seed: int | None = None):
-        """One full episode with the module's current weights: (return, length).
+        """One full episode with the module's current weights: (return, length, capped).
+
+        ``capped``: the episode reached :attr:`step_cap` without terminating or truncating itself.
 
         ``seed`` (``common_random_numbers``) resets the env and the action generator with it;
         None continues the runner's own streams.
@@ -270,7 +323,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             self._rng.manual_seed(seed)
         try:
             obs, _ = env.reset(seed=seed)
-            total, length, done = 0.0, 0, False
+            total, length, done, capped, cap = 0.0, 0, False, False, self.step_cap
             while not done:
                 if not np.isfinite(obs).all():
                     raise EpisodeFailed(f"non-finite observation at step {length}: {obs}")
@@ -281,6 +334,8 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
                 total += float(reward)
                 length += 1
                 done = terminated or truncated
+                if not done and length >= cap:
+                    done = capped = True
         except EpisodeFailed:
             raise
         except Exception as e:  # the env itself raised
@@ -288,4 +343,4 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self.num_env_steps_sampled_lifetime += length
         self._done_returns.append(total)
         self._done_lengths.append(length)
-        return total, length
+        return total, length, capped

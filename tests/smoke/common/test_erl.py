@@ -8,7 +8,8 @@ from tests.builders import small_aesrl_config
 
 
 def test_runner_regenerates_individuals_and_fills_replay(ray_session):
-    from rllib_ext.common.erl import ERLEnvRunner
+    from rllib_ext.common.blackbox import Call, EvaluationJob, IndividualJob
+    from rllib_ext.common.erl import ERLEnvRunner, ERLPayload
     from rllib_ext.common.replay.transitions import ReplayActor
 
     cfg = small_aesrl_config()
@@ -16,13 +17,11 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     mu = runner.module.get_flat()
     var = np.full_like(mu, 1e-2)
     replay = ReplayActor.remote(1000, 3, 1, 0)
-    payload = ray.put({"mu": mu, "var": var, "replay": replay})
-    out = runner.run_jobs(
-        1, [payload], [{"id": 0, "kind": "individual", "seed": 5}, {"id": 1, "kind": "mean", "episodes": 2}]
-    )
-    es, mean = out["results"]
-    assert es["params"] is None and es["length"] == 200 and np.isfinite(es["return"])  # a seed in, a scalar out
-    assert mean["kind"] == "mean" and len(mean["returns"]) == 2 and mean["length"] == 400
+    payload = ray.put(ERLPayload(theta=mu, var=var, replay=replay))
+    jobs = (IndividualJob(id=0, version=1, seed=5), EvaluationJob(id=1, version=1, episodes=2))
+    es, mean = runner.run_jobs(Call(version=1, payload_ref=payload, jobs=jobs)).results
+    assert es.params is None and es.length == 200 and np.isfinite(es.ret)  # a seed in, a scalar out
+    assert isinstance(mean.job, EvaluationJob) and len(mean.returns) == 2 and mean.length == 400
     # The runner evaluated exactly the z the driver regenerates from (mu, var, seed).
     runner.module.set_flat(gaussian_individual(mu, var, 5))
     z = runner.module.get_flat()
@@ -32,11 +31,8 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     from rllib_ext.common.td3 import TwinCritic
 
     critic = {k: v.numpy() for k, v in TwinCritic(3, 1, (24, 24)).state_dict().items()}
-    out = runner.run_jobs(
-        1, [payload], [{"id": 2, "kind": "individual", "seed": 6, "rl_steps": 5, "critic_ref": [ray.put(critic)]}]
-    )
-    rl = out["results"][0]
-    assert (
-        rl["rl"] and rl["params"].shape == mu.shape and not np.allclose(rl["params"], gaussian_individual(mu, var, 6))
-    )
+    job = IndividualJob(id=2, version=1, seed=6, rl_steps=5, critic_ref=[ray.put(critic)])
+    (rl,) = runner.run_jobs(Call(version=1, payload_ref=payload, jobs=(job,))).results
+    assert rl.rl and rl.params.shape == mu.shape and not np.allclose(rl.params, gaussian_individual(mu, var, 6))
+    assert np.isfinite(rl.actor_loss)
     runner.stop()

@@ -78,35 +78,63 @@ def local_runner(env_config=None, env="rllib_ext/VariableLength-v0"):
     return CVESEnvRunner(config=config)
 
 
-def jobs(n):
-    return [{"id": i, "seed": 3, "n": n, "index": i} for i in range(n)]
+def call(version, n, episodes=1):
+    from rllib_ext.common.blackbox import Call, PerturbationJob
+
+    jobs = tuple(PerturbationJob(id=i, version=version, seed=3, n=n, index=i, episodes=episodes) for i in range(n))
+    return Call(version=version, payload_ref=None, jobs=jobs)
+
+
+def payload(runner, gammas):
+    from rllib_ext.algorithms.cves.cves_env_runner import CVESPayload
+
+    return CVESPayload(theta=runner.module.get_flat(), filter_state=runner.obs_filter.get_state(), gammas=gammas)
 
 
 def test_runner_returns_j_gamma_and_one_pg_vector_per_gamma():
     runner = local_runner()
     theta = runner.module.get_flat()
-    runner.publish(0, (theta, runner.obs_filter.get_state(), [0.99, 0.5]))
-    out = runner.run_jobs(0, None, jobs(2))
-    last = out["results"][-1]
+    runner.adopt(0, payload(runner, [0.99, 0.5]))
+    last = runner.run_jobs(call(0, 2)).results[-1]
     rewards = np.array(runner.env.rewards)  # the recorder holds the last episode
-    assert last["return"] == pytest.approx(rewards.sum())
+    assert last.ret == pytest.approx(rewards.sum())
     np.testing.assert_allclose(
-        last["return_gamma"],
+        last.return_gamma,
         [(0.99 ** np.arange(len(rewards)) * rewards).sum(), (0.5 ** np.arange(len(rewards)) * rewards).sum()],
     )
-    assert last["g_pg"].shape == (2, theta.size) and last["g_pg"].dtype == np.float32
-    assert np.any(last["g_pg"] != 0)
+    assert last.g_pg.shape == (2, theta.size) and last.g_pg.dtype == np.float32
+    assert np.any(last.g_pg != 0)
     # Control variate off: plain black-box results, and `sample` (rllib evaluate) never computes PGs.
-    runner.publish(1, (theta, runner.obs_filter.get_state(), None))
-    assert "g_pg" not in runner.run_jobs(1, None, jobs(2))["results"][0]
+    runner.adopt(1, payload(runner, None))
+    assert runner.run_jobs(call(1, 2)).results[0].g_pg is None
     assert len(runner.sample(num_episodes=1)) == 1
+
+
+def test_the_control_variate_terms_of_several_episodes_are_averaged_with_their_returns():
+    """episodes_per_job = k: J^γ and ĝ^pg are the means over the k episodes, as the return is."""
+    runner = local_runner()
+    runner.adopt(0, payload(runner, [0.9]))
+    per_episode = []
+    original = runner.episode_extras
+
+    def spy():
+        extras = original()
+        per_episode.append((runner.env.rewards.copy(), extras))
+        return extras
+
+    runner.episode_extras = spy
+    result = runner.run_jobs(call(0, 2, episodes=3)).results[-1]
+    per_episode = per_episode[3:]  # the second job's episodes
+    assert len(per_episode) == 3 and len(result.returns) == 3
+    np.testing.assert_allclose(result.returns, [sum(r) for r, _ in per_episode])
+    np.testing.assert_allclose(result.return_gamma, np.mean([e["return_gamma"] for _, e in per_episode], axis=0))
+    np.testing.assert_allclose(result.g_pg, np.mean([e["g_pg"] for _, e in per_episode], axis=0), rtol=1e-6)
 
 
 def test_runner_keeps_results_aligned_when_episodes_fail():
     runner = local_runner({"fault": "raise", "fault_prob": 0.5, "continuous": True}, env="rllib_ext/Faulty-v0")
-    theta = runner.module.get_flat()
-    runner.publish(0, (theta, runner.obs_filter.get_state(), [0.99]))
-    results = runner.run_jobs(0, None, jobs(12))["results"]
-    assert any(r["failed"] for r in results) and not all(r["failed"] for r in results)
+    runner.adopt(0, payload(runner, [0.99]))
+    results = runner.run_jobs(call(0, 12)).results
+    assert any(r.failed for r in results) and not all(r.failed for r in results)
     for r in results:
-        assert ("g_pg" in r) == (not r["failed"])
+        assert (r.g_pg is not None) == (not r.failed)

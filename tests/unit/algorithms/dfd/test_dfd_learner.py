@@ -9,6 +9,7 @@ from rllib_ext.algorithms.dfd.dfd_learner import (
     ReturnBuffer,
     dfd_gradient,
 )
+from rllib_ext.common.blackbox.protocol import EpisodeResult, PerturbationJob, result_from_state
 from rllib_ext.common.shaping import standardize
 
 
@@ -69,18 +70,18 @@ def test_g_dfd_points_uphill_on_a_linear_objective():
 
 
 def ret(u, i):
-    return {"u": u, "id": i}
+    return EpisodeResult(job=PerturbationJob(id=i, version=u, seed=1, n=8, index=i), ret=float(i), returns=(float(i),))
 
 
 def test_extra_returns_are_carried_to_the_next_update_none_lost():
     buf = ReturnBuffer(n=4, u_max=3)
     buf.add([ret(0, i) for i in range(7)], u=0)
     first = buf.take_batch(0)
-    assert [r["id"] for r in first] == [0, 1, 2, 3]
+    assert [r.id for r in first] == [0, 1, 2, 3]
     assert not buf.ready()
     buf.add([ret(1, 7)], u=1)
     second = buf.take_batch(1)
-    assert [r["id"] for r in second] == [4, 5, 6, 7]  # the carried three, oldest first
+    assert [r.id for r in second] == [4, 5, 6, 7]  # the carried three, oldest first
     assert buf.num_dropped_stale == 0
 
 
@@ -91,13 +92,13 @@ def test_returns_older_than_u_max_are_dropped_and_counted():
     # A carried return ages while it waits: at u = 5 the one from u = 1 is too old.
     buf.add([ret(5, 3)], u=5)
     batch = buf.take_batch(5)
-    assert [r["id"] for r in batch] == [2, 3] and buf.num_dropped_stale == 2
+    assert [r.id for r in batch] == [2, 3] and buf.num_dropped_stale == 2
 
 
 def test_fd_ablation_drops_every_delayed_return():
     buf = ReturnBuffer(n=2, u_max=3, delayed_returns=False)
     assert buf.add([ret(2, 0), ret(3, 1), ret(3, 2)], u=3) == 1
-    assert [r["id"] for r in buf.take_batch(3)] == [1, 2]
+    assert [r.id for r in buf.take_batch(3)] == [1, 2]
 
 
 def test_parameter_history_keeps_u_max_plus_one():
@@ -108,3 +109,17 @@ def test_parameter_history_keeps_u_max_plus_one():
     g = ParameterHistory(u_max=0)
     g.set_state(h.get_state())
     np.testing.assert_array_equal(g[3], [3, 3])
+
+
+def test_pending_returns_survive_a_checkpoint_and_pre_protocol_checkpoints_still_load():
+    buf = ReturnBuffer(n=2, u_max=3)
+    buf.add([ret(1, 0), ret(2, 1), ret(2, 2)], u=2)
+    restored = ReturnBuffer(n=2, u_max=3)
+    restored.set_state(buf.get_state())
+    assert restored.pending == buf.pending  # typed results, equal field by field
+    # A checkpoint written before the typed protocol held plain dicts.
+    old = {"id": 5, "seed": 9, "n": 40, "index": 3, "return": 2.5, "length": 17, "u": 4, "failed": False}
+    restored.set_state({"pending": [old], "num_dropped_stale": 1})
+    (r,) = restored.pending
+    assert (r.id, r.version, r.job.seed, r.job.n, r.index, r.ret, r.length) == (5, 4, 9, 40, 3, 2.5, 17)
+    assert result_from_state(old).returns == (2.5,)

@@ -26,47 +26,108 @@ def test_runner_regenerates_the_drivers_perturbation_from_ids_only():
         np.testing.assert_allclose(runner.perturbed_theta(11, 6, i), theta + 0.05 * driver_eps[i], rtol=0, atol=1e-6)
 
 
-def test_run_jobs_returns_compact_results_and_adopts_a_new_version():
-    import ray
+def call(version, jobs, payload_ref=None):
+    from rllib_ext.common.blackbox import Call
+
+    return Call(version=version, payload_ref=payload_ref, jobs=tuple(jobs))
+
+
+def perturbation(job_id, index, version=0, n=2, seed=5, **kw):
+    from rllib_ext.common.blackbox import PerturbationJob
+
+    return PerturbationJob(id=job_id, version=version, seed=seed, n=n, index=index, **kw)
+
+
+def test_run_jobs_returns_compact_typed_results_and_adopts_a_new_version():
+    from rllib_ext.common.blackbox import EpisodeResult, Payload, Reply
 
     runner, _ = make_runner()
     theta = runner.module.get_flat()
-    payload = ray.put((theta * 0.5, None)) if ray.is_initialized() else None
-    runner.publish(4, (theta * 0.5, None))
-    out = runner.run_jobs(
-        4, [payload], [{"id": 0, "seed": 5, "n": 2, "index": 0}, {"id": 1, "seed": 5, "n": 2, "index": 1}]
-    )
-    assert [r["id"] for r in out["results"]] == [0, 1]
-    assert set(out["results"][0]) == {
-        "id",
-        "seed",
-        "n",
-        "index",
-        "return",
-        "length",
-        "u",
-        "failed",
-        "error",
-        "duration_s",
-    }
-    assert all(r["u"] == 4 and not r["failed"] and 5 <= r["length"] <= 50 for r in out["results"])
-    assert out["steps"] == sum(r["length"] for r in out["results"]) and out["busy_s"] > 0
-    assert out["obs_delta"].num_pushes_delta == out["steps"]
+    runner.adopt(4, Payload(theta=theta * 0.5))
+    reply = runner.run_jobs(call(4, [perturbation(0, 0, version=4), perturbation(1, 1, version=4)]))
+    assert isinstance(reply, Reply) and all(type(r) is EpisodeResult for r in reply.results)
+    assert [r.id for r in reply.results] == [0, 1] and [r.index for r in reply.results] == [0, 1]
+    # A seed in, a scalar out: no vector travels back.
+    assert not any(isinstance(getattr(r, f), np.ndarray) for r in reply.results for f in r.__slots__)
+    assert all(r.version == 4 and not r.failed and 5 <= r.length <= 50 for r in reply.results)
+    assert reply.steps == sum(r.length for r in reply.results) and reply.busy_s > 0
+    assert reply.obs_delta.num_pushes_delta == reply.steps
     np.testing.assert_allclose(runner._theta, theta * 0.5)
+
+
+def test_a_call_runs_exactly_the_version_it_carries(monkeypatch):
+    """Credit: the runner evaluates the payload of the call's version, whatever it held before.
+
+    A call re-sent after its runner died carries an older version than the runner now holds;
+    the perturbation must be of that θ (``ray.get`` stands in for the object store).
+    """
+    import ray
+
+    from rllib_ext.common.blackbox import Payload
+
+    monkeypatch.setattr(ray, "get", lambda ref: ref)
+    runner, config = make_runner(noise_stdev=0.05)
+    theta0 = runner.module.get_flat()
+    theta1 = theta0 + 1.0
+    runner.adopt(1, Payload(theta=theta1))
+    reply = runner.run_jobs(call(0, [perturbation(0, 1, version=0)], payload_ref=Payload(theta=theta0)))
+    assert reply.results[0].version == 0 and runner.version == 0
+    np.testing.assert_allclose(runner.module.get_flat(), runner.perturbed_theta(5, 2, 1), atol=1e-6)
+    assert np.abs(runner.module.get_flat() - theta0).max() < 0.5  # θ_0 + σε, not θ_1 + σε
+    # The next call of the newest version switches back.
+    runner.run_jobs(call(1, [perturbation(1, 0, version=1)], payload_ref=Payload(theta=theta1)))
+    np.testing.assert_allclose(runner._theta, theta1)
+
+
+def test_every_episode_of_a_job_counts():
+    runner, _ = make_runner(env_config={"min_len": 5, "max_len": 50})
+    runner.adopt(0, _payload(runner))
+    (result,) = runner.run_jobs(call(0, [perturbation(0, 0, episodes=4)])).results
+    assert len(result.returns) == 4 and len(set(result.returns)) > 1  # four different episodes
+    assert result.ret == pytest.approx(np.mean(result.returns))
+    assert result.length == runner.num_env_steps_sampled_lifetime  # all four episodes' steps
+
+
+def test_episodes_of_an_env_without_time_limit_stop_at_the_step_cap(caplog):
+    """A policy that never reaches the goal of RLlib's SimpleCorridor (no time limit) must not hang a runner."""
+    import logging
+
+    from ray.rllib.examples.envs.classes.simple_corridor import SimpleCorridor
+
+    from rllib_ext.common.blackbox.env_runner import DEFAULT_MAX_EPISODE_STEPS
+
+    never_right = None
+    for cap in (None, 50):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            runner, _ = make_runner(SimpleCorridor, {"corridor_length": 5}, max_episode_steps=cap)
+        never_right = np.zeros_like(runner.module.get_flat())  # equal logits: argmax is "left", forever
+        runner.adopt(0, _payload(runner, never_right))
+        reply = runner.run_jobs(call(0, [perturbation(0, 0, episodes=2, n=2, seed=5)]))
+        (result,) = reply.results
+        expected = DEFAULT_MAX_EPISODE_STEPS if cap is None else cap
+        assert runner.step_cap == expected
+        assert result.capped == 2 and result.length == 2 * expected and not result.failed
+        assert ("has no time limit" in caplog.text) == (cap is None)  # logged when the default is used
+
+
+def _payload(runner, theta=None):
+    from rllib_ext.common.blackbox import Payload
+
+    return Payload(theta=runner.module.get_flat() if theta is None else theta)
 
 
 @pytest.mark.parametrize("fault", ["nan_obs", "inf_reward", "nan_reward", "raise"])
 def test_faulty_episodes_are_reported_failed_never_as_returns(fault):
     runner, _ = make_runner("rllib_ext/Faulty-v0", {"fault": fault, "fault_prob": 1.0})
-    runner.publish(0, (runner.module.get_flat(), None))
-    out = runner.run_jobs(0, [None], [{"id": 7, "seed": 1, "n": 2, "index": 0}])
-    (result,) = out["results"]
-    assert result["failed"] and np.isnan(result["return"]) and result["error"]
+    runner.adopt(0, _payload(runner))
+    (result,) = runner.run_jobs(call(0, [perturbation(7, 0)])).results
+    assert result.failed and np.isnan(result.ret) and result.error
     # The runner recovers: a fresh env, and healthy episodes afterwards.
     runner.config.env_config = {"fault": fault, "fault_prob": 0.0}
     runner.make_env()
-    out = runner.run_jobs(0, [None], [{"id": 8, "seed": 1, "n": 2, "index": 1}])
-    assert not out["results"][0]["failed"]
+    (result,) = runner.run_jobs(call(0, [perturbation(8, 1)])).results
+    assert not result.failed
 
 
 def test_sample_returns_episodes_with_returns_and_lengths():

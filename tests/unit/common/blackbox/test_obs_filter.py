@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext.common.obs_filter import ObservationFilter, running_stat_from_batch
+from rllib_ext.common.blackbox.obs_filter import ObservationFilter, running_stat_from_batch
 
 
 def test_merged_runner_deltas_equal_statistics_of_all_observations():

@@ -1,4 +1,4 @@
-"""rllib_ext.common.async_pool: the driver's job pool, against a scripted EnvRunnerGroup (no Ray).
+"""rllib_ext.common.blackbox.pool: the driver's job pool, against a scripted EnvRunnerGroup (no Ray).
 
 The fake group stands for RLlib's EnvRunnerGroup: it records each ``foreach_env_runner_async``
 call, hands back the results the test finishes, and lets the test kill a runner (drop it from
@@ -11,8 +11,9 @@ import types
 
 import pytest
 
-from rllib_ext.common import async_pool
-from rllib_ext.common.async_pool import AsyncJobPool
+from rllib_ext.common.blackbox import pool as async_pool
+from rllib_ext.common.blackbox.pool import AsyncJobPool
+from rllib_ext.common.blackbox.protocol import Call, EpisodeResult, PerturbationJob, Reply
 
 
 class FakeGroup:
@@ -29,11 +30,12 @@ class FakeGroup:
         return list(self.healthy)
 
     def foreach_env_runner_async(self, fn, *, tag, kwargs, remote_worker_ids):
-        assert fn == "run_jobs" and tag == "blackbox_jobs"
+        assert fn == "run_jobs" and tag == "blackbox_jobs" and set(kwargs) == {"call"}
+        assert isinstance(kwargs["call"], Call)
         (rid,) = remote_worker_ids
         if rid in self.refuse:
             return 0
-        self.calls.append((rid, kwargs))
+        self.calls.append((rid, kwargs["call"]))
         return 1
 
     def fetch_ready_async_reqs(self, *, tags, timeout_seconds):
@@ -43,9 +45,9 @@ class FakeGroup:
 
     def finish(self, index, busy_s=0.5):
         """The call ``self.calls[index]`` returns its jobs' results."""
-        rid, kwargs = self.calls[index]
-        results = [{"id": job["id"], "return": 1.0} for job in kwargs["jobs"]]
-        self.ready.append((rid, {"results": results, "busy_s": busy_s}))
+        rid, sent = self.calls[index]
+        results = [EpisodeResult(job=job, ret=1.0, returns=(1.0,), runner=rid) for job in sent.jobs]
+        self.ready.append((rid, Reply(results=results, busy_s=busy_s, runner=rid)))
 
 
 @pytest.fixture
@@ -55,12 +57,12 @@ def pool(monkeypatch):
     return AsyncJobPool(FakeGroup([1, 2]), jobs_in_flight=2)
 
 
-def jobs(pool, n=1):
-    return [{"id": pool.new_job_id(), "seed": 7} for _ in range(n)]
+def jobs(pool, n=1, seed=7):
+    return [PerturbationJob(id=pool.new_job_id(), seed=seed, n=n, index=i) for i in range(n)]
 
 
 def sent_ids(group):
-    return [[job["id"] for job in kwargs["jobs"]] for _, kwargs in group.calls]
+    return [[job.id for job in call.jobs] for _, call in group.calls]
 
 
 def test_pump_fills_every_runner_up_to_jobs_in_flight_in_queue_order(pool):
@@ -73,9 +75,9 @@ def test_pump_fills_every_runner_up_to_jobs_in_flight_in_queue_order(pool):
     assert [rid for rid, _ in pool.group.calls] == [1, 1, 2, 2]
     assert sent_ids(pool.group) == [[0], [1], [2], [3]]  # FIFO
     assert pool.num_in_flight == 4 and pool.num_queued == 1
-    _, kwargs = pool.group.calls[0]
-    assert kwargs["version"] == 3 and kwargs["payload_ref"] == [("ref", {"theta": 0})]
-    assert kwargs["jobs"][0]["version"] == 3  # jobs carry the version published when submitted
+    _, call = pool.group.calls[0]
+    assert call.version == 3 and call.payload_ref == ("ref", {"theta": 0})
+    assert call.jobs[0].version == 3  # jobs carry the version published when submitted
 
 
 def test_poll_hands_back_finished_calls_accounts_busy_time_and_refills(pool):
@@ -86,7 +88,7 @@ def test_poll_hands_back_finished_calls_accounts_busy_time_and_refills(pool):
     pool.group.finish(0, busy_s=0.25)
     pool.group.finish(2, busy_s=0.5)
     out = pool.poll(timeout_s=0.0)
-    assert [r["results"][0]["id"] for r in out] == [0, 2]
+    assert [reply.results[0].id for reply in out] == [0, 2]
     assert dict(pool.busy_s) == {1: 0.25, 2: 0.5}
     assert pool.num_queued == 0 and pool.num_in_flight == 3  # the fifth call took a freed slot
     assert sent_ids(pool.group)[-1] == [4]
@@ -103,7 +105,7 @@ def test_a_dead_runners_calls_are_requeued_first_and_counted(pool):
     pool.pump()
     assert pool.num_calls_lost == 2 and pool.num_jobs_requeued == 5
     assert sent_ids(pool.group)[3:] == [[0, 1]]  # runner 2 had one free slot: the oldest lost call
-    assert [[j["id"] for j in call] for call in pool._queue] == [[2, 3, 4], [6]]
+    assert [[j.id for j in call.jobs] for call in pool._queue] == [[2, 3, 4], [6]]
     pool.group.finish(2)  # runner 2's first call ([5]) ends; the next lost call goes out
     pool.poll(timeout_s=0.0)
     assert sent_ids(pool.group)[4:] == [[2, 3, 4]]
@@ -121,9 +123,9 @@ def test_a_full_runner_keeps_the_call_queued(pool):
 def test_drop_queued_removes_only_unsent_calls(pool):
     pool.publish(0, None)
     for seed in range(6):
-        pool.submit([{"id": pool.new_job_id(), "seed": seed}])
+        pool.submit(jobs(pool, seed=seed))
     pool.pump()  # four calls in flight, two queued
-    assert pool.drop_queued(lambda call: call[0]["seed"] in (0, 5)) == 1  # seed 0 was sent already
+    assert pool.drop_queued(lambda call: call.jobs[0].seed in (0, 5)) == 1  # seed 0 was sent already
     assert pool.num_queued == 1 and pool.num_in_flight == 4
 
 
@@ -136,7 +138,56 @@ def test_drain_waits_for_every_call_in_flight_and_utilization_counts_busy_time(p
     for i in range(4):
         pool.group.finish(i, busy_s=0.001)
     out = pool.drain(timeout_s=5.0)
-    assert sorted(r["results"][0]["id"] for r in out) == [0, 1, 2, 3]
+    assert sorted(reply.results[0].id for reply in out) == [0, 1, 2, 3]
     assert pool.num_in_flight == 0
     utilization = pool.utilization(since, busy_before, num_runners=2)
     assert 0.0 < utilization <= 1.0
+
+
+def test_a_requeued_call_keeps_the_version_and_payload_it_was_submitted_with(pool):
+    """The credit bug of the review (B1): a re-sent call must not pick up the newest θ."""
+    pool.publish(0, {"theta": 0})
+    pool.submit(jobs(pool))  # job 0, θ_0
+    pool.pump()
+    (rid, _), = pool.group.calls
+    pool.publish(1, {"theta": 1})  # the driver moves on to θ_1 ...
+    pool.group.healthy = [r for r in (1, 2) if r != rid]  # ... and the runner with job 0 dies
+    pool.submit(jobs(pool))  # job 1, θ_1
+    pool.pump()
+    resent = [call for _, call in pool.group.calls[1:] if call.jobs[0].id == 0]
+    assert len(resent) == 1 and pool.num_calls_lost == 1
+    assert resent[0].version == 0 and resent[0].jobs[0].version == 0
+    assert resent[0].payload_ref == ("ref", {"theta": 0})  # θ_0's payload, not θ_1's
+    newer = [call for _, call in pool.group.calls if call.jobs[0].id == 1]
+    assert newer[0].payload_ref == ("ref", {"theta": 1})
+
+
+def test_drain_sends_nothing_queued(pool):
+    pool.publish(0, None)
+    for _ in range(6):
+        pool.submit(jobs(pool))
+    pool.pump()  # four in flight, two queued
+    for i in range(4):
+        pool.group.finish(i, busy_s=0.001)
+    pool.drain(timeout_s=5.0)
+    assert len(pool.group.calls) == 4 and pool.num_queued == 0
+
+
+def test_a_call_far_past_the_usual_duration_is_reported_once(pool, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(async_pool.time, "perf_counter", lambda: clock[0])
+    pool.overdue_factor, pool.overdue_min_s = 10.0, 2.0
+    pool.publish(0, None)
+    for _ in range(3):
+        pool.submit(jobs(pool))
+    pool.pump()  # runner 1: calls 0, 1; runner 2: call 2
+    clock[0] += 0.5
+    pool.group.finish(0)
+    pool.group.finish(2)
+    pool.poll(timeout_s=0.0)  # calls usually take 0.5 s
+    assert pool.overdue() == []
+    clock[0] += 4.9  # call 1: 5.4 s in flight > max(2, 10 × 0.5)
+    (overdue,) = pool.overdue()
+    runner, call, age = overdue
+    assert runner == 1 and call.jobs[0].id == 1 and age == pytest.approx(5.4)
+    assert pool.overdue() == [] and pool.num_calls_overdue == 1  # reported once

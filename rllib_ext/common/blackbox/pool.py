@@ -1,0 +1,214 @@
+"""Driver-side asynchronous job pool over an RLlib EnvRunnerGroup of BlackBoxEnvRunners.
+
+Keeps up to ``jobs_in_flight`` calls on every healthy runner (so a runner starts its next call
+while the driver handles the last result — the ~2 ms round trip is hidden), hands back replies
+as each call finishes, accounts each runner's busy time (→ ``worker_utilization``), and survives
+a runner dying: its unfinished calls are re-queued for the others and counted as lost; RLlib
+(``restart_failed_env_runners``) restarts the actor and the pool uses it again once it is healthy.
+
+Credit: a :class:`~rllib_ext.common.blackbox.protocol.Call` is built at :meth:`AsyncJobPool.submit`
+time with the version *and the payload reference* published then, so a re-queued call still
+evaluates the θ its jobs are credited to.
+
+Watchdog: a call in flight for longer than ``overdue_factor`` × the usual call duration (and at
+least ``overdue_min_s``) is reported once by :meth:`AsyncJobPool.overdue` (the algorithm logs and
+counts it); it is not cancelled — RLlib's health checks decide whether the runner is dead.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+import logging
+import time
+
+import ray
+
+from rllib_ext.common.blackbox.protocol import Call, Job, Payload, Reply
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(slots=True)
+class _Sent:
+    call: Call
+    t_sent: float
+    reported: bool = False
+
+
+class AsyncJobPool:
+    """Submit job lists, collect replies as each call finishes, keep every runner busy.
+
+    Args:
+        env_runner_group: The algorithm's EnvRunnerGroup (remote BlackBoxEnvRunners).
+        jobs_in_flight: Calls kept in flight per runner (≤ max_requests_in_flight_per_env_runner).
+        tag: Tag of this pool's async calls (never untagged: RLlib's own calls must not mix in).
+        overdue_factor: A call is overdue after this many times the usual call duration.
+        overdue_min_s: ... and after at least this many seconds.
+    """
+
+    def __init__(
+        self,
+        env_runner_group,
+        jobs_in_flight: int = 2,
+        tag: str = "blackbox_jobs",
+        overdue_factor: float = 20.0,
+        overdue_min_s: float = 30.0,
+    ):
+        self.group = env_runner_group
+        self.jobs_in_flight = int(jobs_in_flight)
+        self.tag = tag
+        self.overdue_factor, self.overdue_min_s = float(overdue_factor), float(overdue_min_s)
+        self._queue: collections.deque[Call] = collections.deque()
+        self._in_flight: dict[int, dict[int, _Sent]] = collections.defaultdict(dict)
+        self._version = -1
+        self._payload_ref = None
+        self._ids = itertools.count()
+        self.busy_s: dict[int, float] = collections.defaultdict(float)
+        self.num_calls_lost = 0
+        self.num_jobs_requeued = 0
+        self.num_calls_overdue = 0
+        self._typical_call_s: float | None = None  # running mean of call durations (send → reply)
+
+    # -- publishing and submitting ----------------------------------------------------------
+    def publish(self, version: int, payload: Payload) -> None:
+        """Sets the version and payload of calls submitted from now on (one object-store put)."""
+        self._version = int(version)
+        self._payload_ref = ray.put(payload)
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def new_job_id(self) -> int:
+        return next(self._ids)
+
+    def submit(self, jobs: list[Job]) -> None:
+        """Queues one call of ``jobs`` with the version and payload published now; sent by :meth:`pump`."""
+        if jobs:
+            stamped = tuple(dataclasses.replace(j, version=self._version) for j in jobs)
+            self._queue.append(Call(version=self._version, payload_ref=self._payload_ref, jobs=stamped))
+
+    def drop_queued(self, predicate) -> int:
+        """Removes queued (not yet sent) calls for which ``predicate(call)`` holds; returns how many."""
+        kept = [call for call in self._queue if not predicate(call)]
+        dropped = len(self._queue) - len(kept)
+        self._queue = collections.deque(kept)
+        return dropped
+
+    @property
+    def num_queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def num_in_flight(self) -> int:
+        return sum(len(calls) for calls in self._in_flight.values())
+
+    def healthy_runner_ids(self) -> list[int]:
+        return list(self.group.healthy_worker_ids())
+
+    # -- the loop ---------------------------------------------------------------------------
+    def _requeue_lost(self, healthy: list[int]) -> None:
+        for rid in list(self._in_flight):
+            if rid not in healthy and self._in_flight[rid]:
+                lost = [sent.call for sent in self._in_flight[rid].values()]
+                self._in_flight[rid].clear()
+                self.num_calls_lost += len(lost)
+                jobs = sum(len(call.jobs) for call in lost)
+                self.num_jobs_requeued += jobs
+                for call in reversed(lost):
+                    self._queue.appendleft(call)  # with its own version and payload: credit stays right
+                logger.warning(
+                    "rllib_ext: env runner %d failed with %d call(s) in flight; re-queued %d job(s)",
+                    rid,
+                    len(lost),
+                    jobs,
+                )
+
+    def pump(self) -> int:
+        """Sends queued calls to runners with free slots; returns the number sent."""
+        healthy = self.healthy_runner_ids()
+        self._requeue_lost(healthy)
+        sent = 0
+        for rid in healthy:
+            while self._queue and len(self._in_flight[rid]) < self.jobs_in_flight:
+                call = self._queue.popleft()
+                made = self.group.foreach_env_runner_async(
+                    "run_jobs", tag=self.tag, kwargs={"call": call}, remote_worker_ids=[rid]
+                )
+                if not made:  # RLlib's per-runner cap reached: keep the call for later
+                    self._queue.appendleft(call)
+                    break
+                self._in_flight[rid][call.jobs[0].id] = _Sent(call, time.perf_counter())
+                sent += 1
+        return sent
+
+    def _wait_any(self, timeout_s: float) -> None:
+        """Blocks until one of our calls is ready (or timeout).
+
+        RLlib's ``fetch_ready_async_reqs(timeout_seconds=t)`` waits for *all* calls in flight (or
+        t), which would leave finished results — and the driver — idle; so we ``ray.wait`` for
+        the first one ourselves, on the manager's in-flight map, and then fetch with timeout 0.
+        """
+        in_flight = getattr(self.group._worker_manager, "_in_flight_req_to_actor_id", None)
+        if in_flight is None:  # another RLlib version: fall back to a short sleep
+            time.sleep(min(timeout_s, 0.002))
+            return
+        refs = [ref for ref, (tag, _) in list(in_flight.items()) if tag == self.tag]
+        if refs:
+            ray.wait(refs, num_returns=1, timeout=timeout_s, fetch_local=False)
+        else:
+            time.sleep(min(timeout_s, 0.002))
+
+    def _receive(self, send: bool, timeout_s: float) -> list[Reply]:
+        if send:
+            self.pump()
+        self._wait_any(timeout_s)
+        out, now = [], time.perf_counter()
+        for rid, reply in self.group.fetch_ready_async_reqs(tags=self.tag, timeout_seconds=0):
+            sent = self._in_flight[rid].pop(reply.results[0].id, None) if reply.results else None
+            if sent is not None:
+                took = now - sent.t_sent
+                typical = self._typical_call_s
+                self._typical_call_s = took if typical is None else 0.9 * typical + 0.1 * took
+            self.busy_s[rid] += reply.busy_s
+            out.append(reply)
+        self._requeue_lost(self.healthy_runner_ids())
+        if out and send:
+            self.pump()
+        return out
+
+    def poll(self, timeout_s: float = 0.01) -> list[Reply]:
+        """Replies of calls that finished within ``timeout_s`` (after sending what is queued)."""
+        return self._receive(True, timeout_s)
+
+    def overdue(self) -> list[tuple[int, Call, float]]:
+        """Calls newly overdue: ``(runner, call, seconds in flight)``; each is reported once."""
+        limit = max(self.overdue_min_s, self.overdue_factor * (self._typical_call_s or 0.0))
+        now, out = time.perf_counter(), []
+        for rid, calls in self._in_flight.items():
+            for sent in calls.values():
+                if not sent.reported and now - sent.t_sent > limit:
+                    sent.reported = True
+                    self.num_calls_overdue += 1
+                    out.append((rid, sent.call, now - sent.t_sent))
+        return out
+
+    def drain(self, timeout_s: float = 60.0) -> list[Reply]:
+        """Drops queued calls and waits for every call in flight (before checkpoints/stop)."""
+        self._queue.clear()
+        out, deadline = [], time.perf_counter() + timeout_s
+        while self.num_in_flight and time.perf_counter() < deadline:
+            out += self._receive(False, timeout_s=0.1)
+        self._queue.clear()  # calls of runners that died meanwhile
+        return out
+
+    def utilization(self, since: float, busy_before: dict[int, float], num_runners: int) -> float:
+        """Σ busy / (runners × wall) since ``since`` (busy_before: a copy of busy_s then)."""
+        wall = max(time.perf_counter() - since, 1e-9)
+        busy = sum(self.busy_s.values()) - sum(busy_before.values())
+        return float(busy / (max(num_runners, 1) * wall))
+
+    def snapshot(self) -> tuple[float, dict[int, float]]:
+        return time.perf_counter(), dict(self.busy_s)

@@ -1,0 +1,204 @@
+"""The black-box engine's messages between the driver and its env runners, typed.
+
+One remote call carries a :class:`Call`; the runner answers with a :class:`Reply`::
+
+    driver ──Call(version u, payload_ref → Payload of u, [Job, ...])──▶ runner
+    driver ◀──Reply([EpisodeResult, ...], busy_s, runner, obs_delta, steps)── runner
+
+- A :class:`Job` says *what* to evaluate: a :class:`PerturbationJob` (row ``index`` of the
+  sampler's batch ``seed``: θ_u + σε_index, paper 000 Alg. 2), an :class:`EvaluationJob` (θ_u
+  itself) or, for the evolution+RL family, an :class:`IndividualJob`. Each job runs
+  ``episodes`` episodes; their mean return is the job's one return.
+- **Credit.** A job carries ``version``, the update index u of the parameters it runs with, and
+  its call carries the object reference of *that* version's :class:`Payload`. A call re-sent
+  after its runner died therefore still evaluates θ_u (not a newer θ), so a return is always
+  credited to the θ it was measured at (DFD's λ_i, ES's ĝ, AES-RL's population update).
+- The :class:`Payload` is published once per update (one object-store put); a runner fetches it
+  only when a call's version differs from the one it holds. Perturbations travel as
+  (seed, n, index) and are regenerated on the runner: never a noise vector (the papers'
+  low-bandwidth point).
+
+Subclasses add what one algorithm needs (CV-ES: the γ's in its payload, J^γ and ĝ^pg in its
+results; AES-RL/CEM-RL: σ² and the replay actor in theirs); every message stays a dataclass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+
+# -- jobs -------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Job:
+    """One unit of runner work: ``episodes`` episodes of one parameter vector.
+
+    Attributes:
+        id: Unique per algorithm (``AsyncJobPool.new_job_id``).
+        version: Update index u of the payload the job runs with; set by ``AsyncJobPool.submit``.
+        episodes: Episodes to run; the job's return is their mean (every episode counts).
+        env_seed: Entropy of the episodes' env seeds under ``common_random_numbers`` (None: the
+            runner's own stream); episode k is seeded with ``episode_seed(env_seed, k)``.
+    """
+
+    id: int
+    version: int = -1
+    episodes: int = 1
+    env_seed: tuple[int, ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class PerturbationJob(Job):
+    """θ_u + σ·ε_index with ε_index row ``index`` of the sampler's batch (``seed``, ``n``)."""
+
+    seed: int
+    n: int
+    index: int
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class EvaluationJob(Job):
+    """θ_u itself (the unperturbed policy; AES-RL/CEM-RL: the population mean μ)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class IndividualJob(Job):
+    """An individual of the evolution+RL family (paper 001).
+
+    Attributes:
+        seed: z = μ + √σ² ⊙ ε(seed) on the runner; or ``params_ref`` (z itself) when given.
+        params_ref: ``[ObjectRef(z)]`` (a list, so that Ray does not resolve it on the call).
+        rl_steps: TD3 actor steps to train z for first (an RL individual), 0 for none.
+        critic_ref: ``[ObjectRef(critic state)]`` for an RL individual.
+        random_actions: Act uniformly at random (the replay warm-up).
+    """
+
+    seed: int | None = None
+    params_ref: list | None = None
+    rl_steps: int = 0
+    critic_ref: list | None = None
+    random_actions: bool = False
+
+
+# -- the call and the payload -----------------------------------------------------------------
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Payload:
+    """What a runner needs of update u besides the job: θ_u and the observation filter's state."""
+
+    theta: np.ndarray
+    filter_state: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class Call:
+    """One remote ``run_jobs`` call: jobs that all run with the payload of ``version``."""
+
+    version: int
+    payload_ref: Any  # ray.ObjectRef of the Payload of ``version`` (None in tests without Ray)
+    jobs: tuple[Job, ...]
+
+
+# -- results ----------------------------------------------------------------------------------
+@dataclasses.dataclass(kw_only=True, slots=True)
+class EpisodeResult:
+    """The outcome of one job.
+
+    Attributes:
+        job: The job, as sent (its ``version`` is the θ the return is credited to).
+        ret: Mean return of the job's episodes (NaN when it failed).
+        returns: Each episode's return.
+        length: Env steps of all its episodes.
+        capped: Episodes the engine cut at its step cap (``max_episode_steps``), counted as
+            truncations.
+        failed: An episode raised or returned a non-finite value; the job's return is not used.
+        error: What failed.
+        duration_s: Runner wall time of the job.
+        runner: Index of the env runner that ran it.
+    """
+
+    job: Job
+    ret: float
+    returns: tuple[float, ...] = ()
+    length: int = 0
+    capped: int = 0
+    failed: bool = False
+    error: str | None = None
+    duration_s: float = 0.0
+    runner: int = -1
+
+    @property
+    def id(self) -> int:
+        return self.job.id
+
+    @property
+    def version(self) -> int:
+        """u of the parameters the return was measured at."""
+        return self.job.version
+
+    @property
+    def index(self) -> int | None:
+        """The perturbation's row, None for any other job."""
+        return self.job.index if isinstance(self.job, PerturbationJob) else None
+
+
+@dataclasses.dataclass(kw_only=True, slots=True)
+class Reply:
+    """A runner's answer to one :class:`Call`.
+
+    Attributes:
+        results: One per job, in job order.
+        busy_s: Runner wall time of the call (→ ``worker_utilization``).
+        runner: Index of the env runner.
+        obs_delta: Observation statistics gathered since its last reply (merged by the driver).
+        steps: Env steps of the call.
+    """
+
+    results: list[EpisodeResult]
+    busy_s: float
+    runner: int
+    obs_delta: Any = None
+    steps: int = 0
+
+
+def result_to_state(result: EpisodeResult) -> dict[str, Any]:
+    """A checkpointable dict of a result (its job as a dict with its type name)."""
+    state = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    job = result.job
+    state["job"] = {"type": type(job).__name__, **{f.name: getattr(job, f.name) for f in dataclasses.fields(job)}}
+    state["type"] = type(result).__name__
+    return state
+
+
+_JOB_TYPES = {cls.__name__: cls for cls in (Job, PerturbationJob, EvaluationJob, IndividualJob)}
+
+
+def result_from_state(state: dict[str, Any], result_types: dict[str, type] | None = None) -> EpisodeResult:
+    """Inverse of :func:`result_to_state`; also reads the untyped dicts of checkpoints before the protocol.
+
+    A pre-protocol result was ``{"id", "seed", "n", "index", "return", "length", "u", ...}``.
+    """
+    if "job" not in state:  # a checkpoint written before the typed protocol
+        index = state.get("index")
+        common = {"id": int(state["id"]), "version": int(state["u"])}
+        job = (
+            EvaluationJob(**common)
+            if index is None
+            else PerturbationJob(**common, seed=int(state["seed"]), n=int(state["n"]), index=int(index))
+        )
+        return EpisodeResult(
+            job=job,
+            ret=float(state["return"]),
+            returns=(float(state["return"]),),
+            length=int(state["length"]),
+            failed=bool(state.get("failed", False)),
+            error=state.get("error"),
+            duration_s=float(state.get("duration_s", 0.0)),
+            runner=int(state.get("runner", -1)),
+        )
+    state = dict(state)
+    job_state = dict(state.pop("job"))
+    job = _JOB_TYPES[job_state.pop("type")](**job_state)
+    cls = (result_types or {}).get(state.pop("type"), EpisodeResult)
+    return cls(job=job, **state)
