@@ -225,7 +225,7 @@ def _writable(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------------------------
 # Env runner.
 # ---------------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True, eq=False)
 class ERLPayload(Payload):
     """Update u of the population: μ (as ``theta``), σ² and the replay actor's handle."""
 
@@ -353,7 +353,13 @@ class ERLEnvRunner(BlackBoxEnvRunner):
                 self._replay.add.remote(**self.recorder.transitions())  # Algorithm 2 line 14
         except ray.exceptions.RayError as e:  # the replay actor or a critic object was lost
             train_s = time.perf_counter() - t0
-            result = ERLResult(job=job, ret=float("nan"), failed=True, error=f"{type(e).__name__}: {e}")
+            result = ERLResult(
+                job=job,
+                ret=float("nan"),
+                failed=True,
+                error=f"{type(e).__name__}: {e}",
+                theta_digest=self._theta_digest,
+            )
         result.params, result.rl, result.actor_loss, result.train_s = params, bool(job.rl_steps), actor_loss, train_s
         result.runner, result.duration_s = self.worker_index, time.perf_counter() - t0
         return result

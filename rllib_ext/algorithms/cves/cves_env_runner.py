@@ -90,7 +90,7 @@ def policy_gradients(policy: MLPPolicy, obs: np.ndarray, actions: np.ndarray, we
     return out
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True, eq=False)
 class CVESPayload(Payload):
     """θ_u, the filter state and the γ's whose PG terms the runners compute (None: CV off)."""
 

@@ -246,6 +246,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         m.log_value((BLACKBOX, "runner_calls_lost_lifetime"), self.pool.num_calls_lost, reduce="max", window=1)
         m.log_value((BLACKBOX, "jobs_requeued_lifetime"), self.pool.num_jobs_requeued, reduce="max", window=1)
+        m.log_value((BLACKBOX, "credit_mismatches_lifetime"), self.pool.num_credit_mismatches, reduce="max", window=1)
         m.log_value((BLACKBOX, "num_healthy_env_runners"), len(self.pool.healthy_runner_ids()), reduce="mean", window=1)
 
     # -- checkpoints ------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from rllib_ext.common.blackbox.protocol import (
     Payload,
     PerturbationJob,
     Reply,
+    theta_digest,
 )
 from rllib_ext.common.policies import check_policy_spec
 from rllib_ext.common.validation import make_single_env
@@ -97,6 +98,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         )
         self.version = -1
         self._theta = self.module.get_flat()
+        self._theta_digest = -1
         self._samplers: dict[int, samplers_lib.PerturbationSampler] = {}
         self._rng = torch.Generator().manual_seed(int(self._seed or 0) + 7919 * self.worker_index)
         self._done_returns: list[float] = []
@@ -220,6 +222,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     def adopt(self, version: int, payload: Payload) -> None:
         """Adopts the payload of update ``version`` (θ_u and the filter state; subclasses: more)."""
         self._theta = np.asarray(payload.theta, dtype=np.float32)
+        self._theta_digest = theta_digest(self._theta)
         if payload.filter_state is not None:
             self.obs_filter.set_state(payload.filter_state)
         self.version = version
@@ -290,6 +293,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
                     error=str(e),
                     duration_s=time.perf_counter() - t0,
                     runner=self.worker_index,
+                    theta_digest=self._theta_digest,
                 )
             returns.append(ret)
             length += steps
@@ -304,6 +308,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             capped=capped,
             duration_s=time.perf_counter() - t0,
             runner=self.worker_index,
+            theta_digest=self._theta_digest,
             **averaged,
         )
 

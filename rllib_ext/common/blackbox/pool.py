@@ -10,6 +10,10 @@ Credit: a :class:`~rllib_ext.common.blackbox.protocol.Call` is built at :meth:`A
 time with the version *and the payload reference* published then, so a re-queued call still
 evaluates the θ its jobs are credited to.
 
+Credit check: every result carries the digest of the θ its runner held; a result whose digest
+is not that of the θ published as its version is dropped, logged and counted
+(``num_credit_mismatches``): it can only come from a bug, never from a fault.
+
 Watchdog: a call in flight for longer than ``overdue_factor`` × the usual call duration (and at
 least ``overdue_min_s``) is reported once by :meth:`AsyncJobPool.overdue` (the algorithm logs and
 counts it); it is not cancelled — RLlib's health checks decide whether the runner is dead.
@@ -25,7 +29,7 @@ import time
 
 import ray
 
-from rllib_ext.common.blackbox.protocol import Call, Job, Payload, Reply
+from rllib_ext.common.blackbox.protocol import Call, Job, Payload, Reply, theta_digest
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +52,9 @@ class AsyncJobPool:
         overdue_min_s: ... and after at least this many seconds.
     """
 
+    #: Versions whose θ digest is kept for the credit check (AES-RL publishes once per individual).
+    DIGESTS_KEPT = 4096
+
     def __init__(
         self,
         env_runner_group,
@@ -69,6 +76,8 @@ class AsyncJobPool:
         self.num_calls_lost = 0
         self.num_jobs_requeued = 0
         self.num_calls_overdue = 0
+        self.num_credit_mismatches = 0
+        self._digests: collections.OrderedDict[int, int] = collections.OrderedDict()  # version -> θ digest
         self._typical_call_s: float | None = None  # running mean of call durations (send → reply)
 
     # -- publishing and submitting ----------------------------------------------------------
@@ -76,6 +85,9 @@ class AsyncJobPool:
         """Sets the version and payload of calls submitted from now on (one object-store put)."""
         self._version = int(version)
         self._payload_ref = ray.put(payload)
+        self._digests[self._version] = theta_digest(payload.theta)
+        while len(self._digests) > self.DIGESTS_KEPT:
+            self._digests.popitem(last=False)
 
     @property
     def version(self) -> int:
@@ -173,11 +185,26 @@ class AsyncJobPool:
                 typical = self._typical_call_s
                 self._typical_call_s = took if typical is None else 0.9 * typical + 0.1 * took
             self.busy_s[rid] += reply.busy_s
+            reply.results = [r for r in reply.results if self._credit_ok(r)]
             out.append(reply)
         self._requeue_lost(self.healthy_runner_ids())
         if out and send:
             self.pump()
         return out
+
+    def _credit_ok(self, result) -> bool:
+        expected = self._digests.get(result.version)
+        if expected is None or result.theta_digest == expected:
+            return True
+        self.num_credit_mismatches += 1
+        logger.error(
+            "rllib_ext: env runner %d ran job %d with other parameters than version %d it is credited to; "
+            "result dropped",
+            result.runner,
+            result.id,
+            result.version,
+        )
+        return False
 
     def poll(self, timeout_s: float = 0.01) -> list[Reply]:
         """Replies of calls that finished within ``timeout_s`` (after sending what is queued)."""

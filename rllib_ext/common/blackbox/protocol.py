@@ -25,9 +25,15 @@ results; AES-RL/CEM-RL: σ² and the replay actor in theirs); every message stay
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from typing import Any
 
 import numpy as np
+
+
+def theta_digest(theta: np.ndarray) -> int:
+    """CRC32 of θ's float32 bytes: which parameters a runner held, in 4 bytes (a credit check)."""
+    return zlib.crc32(memoryview(np.ascontiguousarray(theta, dtype=np.float32)).cast("B"))
 
 
 # -- jobs -------------------------------------------------------------------------------------
@@ -83,7 +89,7 @@ class IndividualJob(Job):
 
 
 # -- the call and the payload -----------------------------------------------------------------
-@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True, eq=False)
 class Payload:
     """What a runner needs of update u besides the job: θ_u and the observation filter's state."""
 
@@ -116,6 +122,8 @@ class EpisodeResult:
         error: What failed.
         duration_s: Runner wall time of the job.
         runner: Index of the env runner that ran it.
+        theta_digest: :func:`theta_digest` of the θ_u (μ) the runner held when it ran the job;
+            the driver compares it with that of θ_{version} (no digest: -1).
     """
 
     job: Job
@@ -127,6 +135,7 @@ class EpisodeResult:
     error: str | None = None
     duration_s: float = 0.0
     runner: int = -1
+    theta_digest: int = -1
 
     @property
     def id(self) -> int:

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
 import pytest
 
 from rllib_ext.common.blackbox import pool as async_pool
 from rllib_ext.common.blackbox.pool import AsyncJobPool
-from rllib_ext.common.blackbox.protocol import Call, EpisodeResult, PerturbationJob, Reply
+from rllib_ext.common.blackbox.protocol import Call, EpisodeResult, Payload, PerturbationJob, Reply, theta_digest
+
+
+def payload(value):
+    return Payload(theta=np.full(3, value, dtype=np.float32))
 
 
 class FakeGroup:
@@ -43,10 +48,13 @@ class FakeGroup:
         ready, self.ready = self.ready, []
         return ready
 
-    def finish(self, index, busy_s=0.5):
-        """The call ``self.calls[index]`` returns its jobs' results."""
+    def finish(self, index, busy_s=0.5, theta=None):
+        """The call ``self.calls[index]`` returns its jobs' results, run with its payload's θ (or ``theta``)."""
         rid, sent = self.calls[index]
-        results = [EpisodeResult(job=job, ret=1.0, returns=(1.0,), runner=rid) for job in sent.jobs]
+        digest = theta_digest(sent.payload_ref[1].theta if theta is None else theta)
+        results = [
+            EpisodeResult(job=job, ret=1.0, returns=(1.0,), runner=rid, theta_digest=digest) for job in sent.jobs
+        ]
         self.ready.append((rid, Reply(results=results, busy_s=busy_s, runner=rid)))
 
 
@@ -66,7 +74,7 @@ def sent_ids(group):
 
 
 def test_pump_fills_every_runner_up_to_jobs_in_flight_in_queue_order(pool):
-    pool.publish(3, {"theta": 0})
+    pool.publish(3, payload(0))
     for _ in range(5):
         pool.submit(jobs(pool))
     pool.submit([])  # an empty job list is no call
@@ -76,12 +84,12 @@ def test_pump_fills_every_runner_up_to_jobs_in_flight_in_queue_order(pool):
     assert sent_ids(pool.group) == [[0], [1], [2], [3]]  # FIFO
     assert pool.num_in_flight == 4 and pool.num_queued == 1
     _, call = pool.group.calls[0]
-    assert call.version == 3 and call.payload_ref == ("ref", {"theta": 0})
+    assert call.version == 3 and call.payload_ref[1].theta[0] == 0
     assert call.jobs[0].version == 3  # jobs carry the version published when submitted
 
 
 def test_poll_hands_back_finished_calls_accounts_busy_time_and_refills(pool):
-    pool.publish(0, None)
+    pool.publish(0, payload(0))
     for _ in range(5):
         pool.submit(jobs(pool))
     pool.pump()
@@ -95,7 +103,7 @@ def test_poll_hands_back_finished_calls_accounts_busy_time_and_refills(pool):
 
 
 def test_a_dead_runners_calls_are_requeued_first_and_counted(pool):
-    pool.publish(0, None)
+    pool.publish(0, payload(0))
     pool.submit(jobs(pool, 2))
     pool.submit(jobs(pool, 3))
     pool.submit(jobs(pool, 1))
@@ -112,7 +120,7 @@ def test_a_dead_runners_calls_are_requeued_first_and_counted(pool):
 
 
 def test_a_full_runner_keeps_the_call_queued(pool):
-    pool.publish(0, None)
+    pool.publish(0, payload(0))
     pool.group.refuse = {1, 2}
     pool.submit(jobs(pool))
     assert pool.pump() == 0 and pool.num_queued == 1 and pool.num_in_flight == 0
@@ -121,7 +129,7 @@ def test_a_full_runner_keeps_the_call_queued(pool):
 
 
 def test_drop_queued_removes_only_unsent_calls(pool):
-    pool.publish(0, None)
+    pool.publish(0, payload(0))
     for seed in range(6):
         pool.submit(jobs(pool, seed=seed))
     pool.pump()  # four calls in flight, two queued
@@ -130,7 +138,7 @@ def test_drop_queued_removes_only_unsent_calls(pool):
 
 
 def test_drain_waits_for_every_call_in_flight_and_utilization_counts_busy_time(pool):
-    pool.publish(0, None)
+    pool.publish(0, payload(0))
     since, busy_before = pool.snapshot()
     for _ in range(4):
         pool.submit(jobs(pool))
@@ -146,24 +154,24 @@ def test_drain_waits_for_every_call_in_flight_and_utilization_counts_busy_time(p
 
 def test_a_requeued_call_keeps_the_version_and_payload_it_was_submitted_with(pool):
     """The credit bug of the review (B1): a re-sent call must not pick up the newest θ."""
-    pool.publish(0, {"theta": 0})
+    pool.publish(0, payload(0))
     pool.submit(jobs(pool))  # job 0, θ_0
     pool.pump()
-    (rid, _), = pool.group.calls
-    pool.publish(1, {"theta": 1})  # the driver moves on to θ_1 ...
+    ((rid, _),) = pool.group.calls
+    pool.publish(1, payload(1))  # the driver moves on to θ_1 ...
     pool.group.healthy = [r for r in (1, 2) if r != rid]  # ... and the runner with job 0 dies
     pool.submit(jobs(pool))  # job 1, θ_1
     pool.pump()
     resent = [call for _, call in pool.group.calls[1:] if call.jobs[0].id == 0]
     assert len(resent) == 1 and pool.num_calls_lost == 1
     assert resent[0].version == 0 and resent[0].jobs[0].version == 0
-    assert resent[0].payload_ref == ("ref", {"theta": 0})  # θ_0's payload, not θ_1's
+    assert resent[0].payload_ref[1].theta[0] == 0  # θ_0's payload, not θ_1's
     newer = [call for _, call in pool.group.calls if call.jobs[0].id == 1]
-    assert newer[0].payload_ref == ("ref", {"theta": 1})
+    assert newer[0].payload_ref[1].theta[0] == 1
 
 
 def test_drain_sends_nothing_queued(pool):
-    pool.publish(0, None)
+    pool.publish(0, payload(0))
     for _ in range(6):
         pool.submit(jobs(pool))
     pool.pump()  # four in flight, two queued
@@ -177,7 +185,7 @@ def test_a_call_far_past_the_usual_duration_is_reported_once(pool, monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(async_pool.time, "perf_counter", lambda: clock[0])
     pool.overdue_factor, pool.overdue_min_s = 10.0, 2.0
-    pool.publish(0, None)
+    pool.publish(0, payload(0))
     for _ in range(3):
         pool.submit(jobs(pool))
     pool.pump()  # runner 1: calls 0, 1; runner 2: call 2
@@ -191,3 +199,16 @@ def test_a_call_far_past_the_usual_duration_is_reported_once(pool, monkeypatch):
     runner, call, age = overdue
     assert runner == 1 and call.jobs[0].id == 1 and age == pytest.approx(5.4)
     assert pool.overdue() == [] and pool.num_calls_overdue == 1  # reported once
+
+
+def test_a_result_run_with_other_parameters_than_its_version_is_dropped_and_counted(pool):
+    pool.publish(0, payload(0))
+    pool.submit(jobs(pool))
+    pool.submit(jobs(pool))
+    pool.pump()
+    pool.publish(1, payload(1))
+    pool.group.finish(0)  # run with θ_0: credited right
+    pool.group.finish(1, theta=payload(1).theta)  # labelled version 0 but run with θ_1: the old bug
+    out = pool.poll(timeout_s=0.0)
+    assert [len(reply.results) for reply in out] == [1, 0]
+    assert pool.num_credit_mismatches == 1
