@@ -324,7 +324,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         if isinstance(job, IndividualJob):
             return self._individual_job(job)
         if isinstance(job, EvaluationJob):  # f(μ): no action noise, not stored in replay
-            self.module.set_flat(self._theta)
+            self.set_params(self._theta)
             return self._evaluate_with(job, noise=0.0, random_actions=False)
         raise TypeError(f"{type(self).__name__} cannot run a {type(job).__name__}")
 
@@ -347,7 +347,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
                 actor_loss = self.train_actor(z, ray.get(job.critic_ref[0]), int(job.rl_steps))
                 z = params = self.module.get_flat()
             train_s = time.perf_counter() - t0
-            self.module.set_flat(z)
+            self.set_params(z)
             result = self._evaluate_with(job, self.config.action_noise, job.random_actions)
             if not result.failed and self._replay is not None:
                 self._replay.add.remote(**self.recorder.transitions())  # Algorithm 2 line 14

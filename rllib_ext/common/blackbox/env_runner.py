@@ -1,4 +1,4 @@
-"""BlackBoxEnvRunner: the lean env runner (a plain gymnasium + torch episode loop)."""
+"""BlackBoxEnvRunner: the lean env runner (a plain gymnasium episode loop with a numpy policy)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common import samplers as samplers_lib
+from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.blackbox.protocol import (
     Call,
@@ -100,7 +101,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self._theta = self.module.get_flat()
         self._theta_digest = -1
         self._samplers: dict[int, samplers_lib.PerturbationSampler] = {}
-        self._rng = torch.Generator().manual_seed(int(self._seed or 0) + 7919 * self.worker_index)
+        self._rng = np.random.default_rng(int(self._seed or 0) + 7919 * self.worker_index)
         self._done_returns: list[float] = []
         self._done_lengths: list[int] = []
 
@@ -141,6 +142,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         spec = self.config.get_rl_module_spec(env=self.env, spaces=self.get_spaces(), inference_only=True)
         self.module = spec.build()
         check_policy_spec(self.env.action_space, self.config.policy_head, self.config.policy_activation)
+        # The episode loop acts through the numpy twin (no per-step torch overhead); the torch
+        # module keeps the same parameters for what needs autograd (CV-ES's PG, TD3 training).
+        self.fast_policy = NumpyPolicy(self.module.policy)
 
     @override(EnvRunner)
     def assert_healthy(self):
@@ -154,7 +158,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     @override(EnvRunner)
     def sample(self, *, num_episodes: int = 1, explore: bool = False, **kwargs) -> list[EpisodeRecord]:
         """Episodes of the unperturbed policy (used by ``rllib evaluate`` and evaluation)."""
-        self.module.set_flat(self._theta)
+        self.set_params(self._theta)
         out = []
         for _ in range(num_episodes):
             ret, length, _ = self._run_episode(explore=explore, record_obs=False)
@@ -227,6 +231,12 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             self.obs_filter.set_state(payload.filter_state)
         self.version = version
 
+    def set_params(self, theta: np.ndarray) -> None:
+        """The parameters the next episodes run with (the numpy policy and the torch module)."""
+        theta = np.array(theta, dtype=np.float32)  # owned: the numpy policy keeps views into it
+        self.module.set_flat(theta)
+        self.fast_policy.set_flat(theta)
+
     def _sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
         if dim not in self._samplers:
             self._samplers[dim] = self.config.make_sampler(dim)
@@ -254,10 +264,10 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     def run_job(self, job: Job) -> EpisodeResult:
         """One job: a perturbation θ_u + σε_index or θ_u itself (an :class:`EvaluationJob`)."""
         if isinstance(job, PerturbationJob):
-            self.module.set_flat(self.perturbed_theta(job.seed, job.n, job.index))
+            self.set_params(self.perturbed_theta(job.seed, job.n, job.index))
             return self.evaluate(job, explore=bool(self.config.explore_perturbations))
         if isinstance(job, EvaluationJob):
-            self.module.set_flat(self._theta)
+            self.set_params(self._theta)
             return self.evaluate(job, explore=bool(self.config.explore_perturbations))
         raise TypeError(f"{type(self).__name__} cannot run a {type(job).__name__}")
 
@@ -323,16 +333,16 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         Raises:
             EpisodeFailed: The env raised, or returned a non-finite observation or reward.
         """
-        env, policy, obs_filter = self.env, self.module.policy, self.obs_filter
-        if seed is not None:
-            self._rng.manual_seed(seed)
+        env, policy, obs_filter = self.env, self.fast_policy, self.obs_filter
+        # Action noise is drawn per episode, in blocks; a seeded episode has its own stream.
+        policy.begin_episode(self._rng if seed is None else np.random.default_rng(seed))
         try:
             obs, _ = env.reset(seed=seed)
             total, length, done, capped, cap = 0.0, 0, False, False, self.step_cap
             while not done:
                 if not np.isfinite(obs).all():
                     raise EpisodeFailed(f"non-finite observation at step {length}: {obs}")
-                action = policy.act(obs_filter(obs, record=record_obs), explore=explore, generator=self._rng)
+                action = policy.act(obs_filter(obs, record=record_obs), explore=explore)
                 obs, reward, terminated, truncated, _ = env.step(action)
                 if not math.isfinite(reward):
                     raise EpisodeFailed(f"non-finite reward at step {length}: {reward}")
