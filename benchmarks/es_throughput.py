@@ -2,24 +2,33 @@
 
 For each env:
 
-1. ``raw``: one process, a plain loop: gymnasium env + the same MLP policy (and observation
-   filter) the lean runner uses — the physical limit per core.
+1. ``raw``: one process, a plain loop: gymnasium env + the same MLP policy in torch (and the
+   observation filter), one perturbation at a time — the reference of issue 22's goal
+   (sampled steps/s per runner core ≥ 1.0× this loop).
+1b. ``raw numpy``: the same loop acting through :class:`NumpyPolicy`, the lean runner's policy
+   (the limit of the runner's own episode loop).
 2. ``engine``: the black-box engine alone: every runner kept busy with perturbation jobs of a
    fixed θ (no updates) — what the lean runner + async pool deliver.
 3. ``ES_EXT``: full synchronous ES training (perturb, wait for N, update, publish).
 4. ``rllib``: RLlib's SingleAgentEnvRunner (the component we replaced), ``sample()`` on the
    driver with a PPO default module.
 
-Ratios are against ``raw × runners`` (runners ≤ cores). Each measurement is repeated and the
-median is reported (the machine is shared and noisy).
+Ratios are against ``raw × runners`` (runners ≤ cores). The measurements are interleaved (each
+repeat measures every variant once, in turn) and the medians are reported (the machine is shared
+and noisy); every measurement is also written as one JSON line to ``--out`` (default
+``benchmarks/results/es_throughput/<date>.jsonl``): ``{"benchmark", "env", "what", "runners",
+"repeat", "steps_per_s", "ratio_to_raw_torch", "utilization", "seconds", "machine", "date"}``.
 
-    python benchmarks/es_throughput.py --envs CartPole-v1 Hopper-v5 --runners 1 2 --seconds 10 --repeats 3
+    python benchmarks/es_throughput.py --envs CartPole-v1 Pendulum-v1 Hopper-v5 --runners 1 --seconds 8 --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
 import logging
+import os
 import statistics
 import time
 
@@ -29,18 +38,23 @@ import ray
 import torch
 
 import rllib_ext  # noqa: F401 - registers ES_EXT and the envs
+from benchmarks.harness.rows import Machine
 from rllib_ext import ESConfig
-from rllib_ext.common.obs_filter import ObservationFilter
+from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
+from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.policies import MLPPolicy
 
 HIDDENS = [64, 64]
 
 
-def raw_rate(env_id: str, seconds: float) -> float:
-    """Steps/s of a plain env + MLPPolicy + filter loop in this process."""
+def raw_rate(env_id: str, seconds: float, numpy_policy: bool = False) -> float:
+    """Steps/s of a plain env + MLPPolicy (torch, or its NumpyPolicy twin) + filter loop in this process."""
     torch.set_num_threads(1)
     env = gym.make(env_id)
     policy = MLPPolicy(env.observation_space.shape[0], env.action_space, hiddens=HIDDENS)
+    if numpy_policy:
+        policy = NumpyPolicy(policy)
+        policy.begin_episode(np.random.default_rng(0))
     obs_filter = ObservationFilter(env.observation_space.shape)
     obs, _ = env.reset(seed=0)
     steps, t0 = 0, time.perf_counter()
@@ -82,7 +96,7 @@ def engine_rate(env_id: str, runners: int, seconds: float) -> float:
         while time.perf_counter() - t0 < seconds:
             refill()
             ok, _ = algo.collect(timeout_s=0.05)
-            steps += sum(r["length"] for r in ok)
+            steps += sum(r.length for r in ok)
         return steps / (time.perf_counter() - t0)
     finally:
         algo.stop()
@@ -121,29 +135,63 @@ def rllib_runner_rate(env_id: str, seconds: float) -> float:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Hopper-v5"])
-    parser.add_argument("--runners", nargs="+", type=int, default=[1, 2])
-    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--envs", nargs="+", default=["CartPole-v1", "Pendulum-v1", "Hopper-v5"])
+    parser.add_argument("--runners", nargs="+", type=int, default=[1])
+    parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-rllib", action="store_true", help="skip RLlib's SingleAgentEnvRunner")
+    parser.add_argument(
+        "--out", default=None, help="JSONL file of rows (default: benchmarks/results/es_throughput/<date>.jsonl)"
+    )
     args = parser.parse_args()
+    date = datetime.date.today().isoformat()
+    out = args.out or os.path.join("benchmarks", "results", "es_throughput", f"{date}.jsonl")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    machine = Machine.this()
     ray.init(num_cpus=max(args.runners) + 1, include_dashboard=False, logging_level=logging.WARNING)
-    rows = []
+    measured: dict[tuple[str, str, int], list[tuple[float, float | None, float]]] = {}
+
+    def record(env_id, what, k, repeat, rate, util, raw):
+        measured.setdefault((env_id, what, k), []).append((rate, util, rate / (raw * k)))
+        row = {
+            "benchmark": "es_throughput",
+            "env": env_id,
+            "what": what,
+            "runners": k,
+            "repeat": repeat,
+            "steps_per_s": rate,
+            "ratio_to_raw_torch": rate / (raw * k),
+            "utilization": util,
+            "seconds": args.seconds,
+            "machine": {"cores": machine.cores, "description": machine.description},
+            "date": date,
+        }
+        with open(out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
     for env_id in args.envs:
-        raw = statistics.median(raw_rate(env_id, args.seconds) for _ in range(args.repeats))
-        rllib = statistics.median(rllib_runner_rate(env_id, args.seconds) for _ in range(args.repeats))
-        rows.append((env_id, "raw (1 process)", 1, raw, 1.0, None))
-        rows.append((env_id, "RLlib SingleAgentEnvRunner", 1, rllib, rllib / raw, None))
-        for k in args.runners:
-            eng = statistics.median(engine_rate(env_id, k, args.seconds) for _ in range(args.repeats))
-            rows.append((env_id, "engine (lean runners + pool)", k, eng, eng / (raw * k), None))
-            es = [es_rate(env_id, k, args.seconds) for _ in range(args.repeats)]
-            rate = statistics.median(r for r, _ in es)
-            util = statistics.median(u for _, u in es)
-            rows.append((env_id, "ES_EXT training", k, rate, rate / (raw * k), util))
+        for repeat in range(args.repeats):  # interleaved: each repeat measures every variant once
+            raw = raw_rate(env_id, args.seconds)
+            record(env_id, "raw torch loop (1 process)", 1, repeat, raw, None, raw)
+            record(env_id, "raw numpy loop (1 process)", 1, repeat, raw_rate(env_id, args.seconds, True), None, raw)
+            if not args.no_rllib:
+                record(
+                    env_id, "RLlib SingleAgentEnvRunner", 1, repeat, rllib_runner_rate(env_id, args.seconds), None, raw
+                )
+            for k in args.runners:
+                record(
+                    env_id, "engine (lean runners + pool)", k, repeat, engine_rate(env_id, k, args.seconds), None, raw
+                )
+                rate, util = es_rate(env_id, k, args.seconds)
+                record(env_id, "ES_EXT training", k, repeat, rate, util, raw)
     print(f"\n{'env':<14} {'what':<30} {'runners':>7} {'steps/s':>10} {'/ raw×runners':>14} {'utilization':>12}")
-    for env_id, what, k, rate, ratio, util in rows:
-        u = f"{util:.2f}" if util is not None else ""
+    for (env_id, what, k), values in measured.items():
+        rate = statistics.median(v[0] for v in values)
+        ratio = statistics.median(v[2] for v in values)
+        utils = [v[1] for v in values if v[1] is not None]
+        u = f"{statistics.median(utils):.2f}" if utils else ""
         print(f"{env_id:<14} {what:<30} {k:>7} {rate:>10.0f} {ratio:>14.2f} {u:>12}")
+    print(f"rows: {out}")
     ray.shutdown()
 
 

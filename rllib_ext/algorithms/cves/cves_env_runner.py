@@ -145,5 +145,6 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         steps = len(rec.rewards)
         obs = np.stack([self.obs_filter(o, record=False) for o in rec.observations[:steps]])
         weights = discounted_weights(np.asarray(rec.rewards), self.gammas)  # [m, T]
+        self.sync_module()  # ∇ log π at θ_u + σε: the torch module must hold the perturbed θ
         g_pg = policy_gradients(self.module.policy, obs, np.stack(rec.actions), weights)
         return {"return_gamma": weights[:, 0], "g_pg": g_pg}  # w_0(γ) = J^γ

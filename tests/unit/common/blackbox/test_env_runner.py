@@ -72,8 +72,8 @@ def test_a_call_runs_exactly_the_version_it_carries(monkeypatch):
     runner.adopt(1, Payload(theta=theta1))
     reply = runner.run_jobs(call(0, [perturbation(0, 1, version=0)], payload_ref=Payload(theta=theta0)))
     assert reply.results[0].version == 0 and runner.version == 0
-    np.testing.assert_allclose(runner.module.get_flat(), runner.perturbed_theta(5, 2, 1), atol=1e-6)
-    assert np.abs(runner.module.get_flat() - theta0).max() < 0.5  # θ_0 + σε, not θ_1 + σε
+    np.testing.assert_allclose(runner.fast_policy.theta, runner.perturbed_theta(5, 2, 1), atol=1e-6)
+    assert np.abs(runner.fast_policy.theta - theta0).max() < 0.5  # θ_0 + σε, not θ_1 + σε
     # The next call of the newest version switches back.
     runner.run_jobs(call(1, [perturbation(1, 0, version=1)], payload_ref=Payload(theta=theta1)))
     np.testing.assert_allclose(runner._theta, theta1)
