@@ -20,7 +20,8 @@ import numpy as np
 
 import rllib_ext  # noqa: F401 - registers the envs
 from rllib_ext import CVESConfig
-from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner
+from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner, CVESPayload
+from rllib_ext.common.blackbox import Call, PerturbationJob
 
 MODES = [("ES (no CV)", None), ("CV, γ frozen (m=1)", 1), ("CV, γ adapted (m=11)", 11)]
 
@@ -33,13 +34,13 @@ def measure(env: str, episodes: int) -> list:
     rows = []
     for version, (label, m) in enumerate(MODES):
         gammas = None if m is None else np.linspace(0.99, 0.995, m)
-        runner.publish(version, (theta, runner.obs_filter.get_state(), gammas))
-        jobs = [{"id": i, "seed": 1, "n": 2 * episodes, "index": i} for i in range(episodes)]
+        runner.adopt(version, CVESPayload(theta=theta, filter_state=runner.obs_filter.get_state(), gammas=gammas))
+        jobs = tuple(PerturbationJob(id=i, version=version, seed=1, n=2 * episodes, index=i) for i in range(episodes))
         t0 = time.perf_counter()
-        out = runner.run_jobs(version, None, jobs)
+        reply = runner.run_jobs(Call(version=version, payload_ref=None, jobs=jobs))
         wall = time.perf_counter() - t0
-        steps = sum(r["length"] for r in out["results"])
-        size = np.mean([len(pickle.dumps(r, protocol=5)) for r in out["results"]])
+        steps = sum(r.length for r in reply.results)
+        size = np.mean([len(pickle.dumps(r, protocol=5)) for r in reply.results])
         rows.append((env, theta.size, label, size, steps / episodes, wall / episodes * 1e3, size * episodes / wall))
     runner.stop()
     return rows

@@ -51,9 +51,9 @@ def variance_at_fixed_theta(env: str, batches: int, runners: int, eta_lr: float)
             seed = algo.next_batch_seed()
             rows, _ = algo.evaluate_batch(seed, cfg.episodes_per_batch)
             x, y, _ = cv.cv_terms(
-                np.array([r["return"] for r in rows]),
-                np.array([r["return_gamma"] for r in rows]),
-                np.stack([r["g_pg"] for r in rows]),
+                algo.row_returns(rows),
+                np.array([r.return_gamma for r in rows]),
+                np.stack([r.g_pg for r in rows]),
                 algo.sampler.sample(seed, len(rows)),
                 cfg.noise_stdev,
                 cfg.return_shaping,

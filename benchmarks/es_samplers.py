@@ -47,9 +47,9 @@ def returns_of(algo, seed: int, n: int) -> np.ndarray:
     got = {}
     while len(got) < n:
         ok, failed = algo.collect(timeout_s=0.1)
-        got.update({r["index"]: r["return"] for r in ok if r["seed"] == seed})
+        got.update({r.index: r.ret for r in ok if r.index is not None and r.job.seed == seed})
         for r in failed:
-            algo.submit_perturbations(seed, n, [r["index"]])
+            algo.submit_perturbations(seed, n, [r.index])
     return np.array([got[i] for i in range(n)])
 
 

@@ -40,3 +40,29 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
     assert cli.main(["evaluate", ckpt, "--episodes", "3", "--seed", "1"]) == 0
     out = capsys.readouterr().out
     assert "mean return" in out and out.count("episode ") >= 3
+
+
+def test_an_env_without_time_limit_does_not_hang_a_runner(ray_session):
+    """Issue 22's repro: ES_EXT on RLlib's SimpleCorridor (no time limit) with policies that never
+    reach the goal. Episodes stop at the step cap, are counted as truncated, and training goes on."""
+    from ray.rllib.examples.envs.classes.simple_corridor import SimpleCorridor
+
+    from rllib_ext import ESConfig
+
+    config = (
+        ESConfig()
+        .environment(SimpleCorridor, env_config={"corridor_length": 500})  # out of reach in 300 steps
+        .env_runners(num_env_runners=1)
+        .training(episodes_per_batch=4, policy_hiddens=[4], max_episode_steps=300, observation_filter=False)
+        .reporting(min_time_s_per_iteration=None)
+        .debugging(seed=0)
+    )
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+        blackbox = result["blackbox"]
+        assert blackbox["update_index"] == 1
+        assert blackbox["episodes_capped_lifetime"] == 4
+        assert result["env_runners"]["episode_len_mean"] == 300
+    finally:
+        algo.stop()
