@@ -118,7 +118,6 @@ class ERLConfig(BlackBoxConfig):
         self.critic_num_cpus = 0
         self.env_runner_cls = ERLEnvRunner
         self.jobs_in_flight_per_env_runner = 1  # "whenever a runner is idle": one individual each
-        self.max_requests_in_flight_per_env_runner = 2
 
     @override(BlackBoxConfig)
     def training(

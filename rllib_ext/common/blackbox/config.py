@@ -91,7 +91,6 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         # RLlib settings that fit this family.
         self.num_env_runners = 2
         self.env_runner_cls = BlackBoxEnvRunner
-        self.max_requests_in_flight_per_env_runner = 2
         self.restart_failed_env_runners = True
         # Several updates per iteration: RLlib's per-iteration bookkeeping (~0.1 s) must not
         # leave runners idle after every update.
@@ -151,10 +150,6 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             perturbations_per_call=perturbations_per_call,
             common_random_numbers=common_random_numbers,
         )
-        if jobs_in_flight_per_env_runner is not NotProvided:
-            self.max_requests_in_flight_per_env_runner = max(
-                self.max_requests_in_flight_per_env_runner, int(jobs_in_flight_per_env_runner)
-            )
         return self
 
     def _set_provided(self, **values) -> None:
@@ -202,12 +197,6 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             isinstance(self.max_episode_steps, int) and self.max_episode_steps >= 1
         ):
             self._value_error(f"max_episode_steps must be None or an integer >= 1, got {self.max_episode_steps!r}")
-        if self.max_requests_in_flight_per_env_runner < self.jobs_in_flight_per_env_runner:
-            # RLlib would silently drop the extra requests.
-            self._value_error(
-                f"max_requests_in_flight_per_env_runner ({self.max_requests_in_flight_per_env_runner}) "
-                f"< jobs_in_flight_per_env_runner ({self.jobs_in_flight_per_env_runner})"
-            )
         if self.perturbations_per_call != "auto" and not (
             isinstance(self.perturbations_per_call, int) and self.perturbations_per_call >= 1
         ):

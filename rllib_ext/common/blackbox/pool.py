@@ -6,6 +6,13 @@ as each call finishes, accounts each runner's busy time (→ ``worker_utilizatio
 a runner dying: its unfinished calls are re-queued for the others and counted as lost; RLlib
 (``restart_failed_env_runners``) restarts the actor and the pool uses it again once it is healthy.
 
+Calls go straight to the runner actors' ``run_jobs`` method (the EnvRunnerGroup's actor handles),
+not through ``foreach_env_runner_async``: RLlib's path cloudpickles a new closure per call and
+scans its in-flight list per result, about 2 ms of driver CPU per call, which capped the driver
+at ~50–70 sleeping runners (``benchmarks/blackbox_scale.py``). Health stays RLlib's: a call that
+fails with a Ray error marks its runner unhealthy in the group's actor manager (as RLlib's own
+fetch does), and RLlib's ``restore_env_runners`` brings it back before the next training step.
+
 Credit: a :class:`~rllib_ext.common.blackbox.protocol.Call` is built at :meth:`AsyncJobPool.submit`
 time with the version *and the payload reference* published then, so a re-queued call still
 evaluates the θ its jobs are credited to.
@@ -38,6 +45,8 @@ logger = logging.getLogger(__name__)
 class _Sent:
     call: Call
     t_sent: float
+    runner: int
+    ref: object = None
     reported: bool = False
 
 
@@ -46,7 +55,7 @@ class AsyncJobPool:
 
     Args:
         env_runner_group: The algorithm's EnvRunnerGroup (remote BlackBoxEnvRunners).
-        jobs_in_flight: Calls kept in flight per runner (≤ max_requests_in_flight_per_env_runner).
+        jobs_in_flight: Calls kept in flight per runner.
         tag: Tag of this pool's async calls (never untagged: RLlib's own calls must not mix in).
         overdue_factor: A call is overdue after this many times the usual call duration.
         overdue_min_s: ... and after at least this many seconds.
@@ -68,7 +77,8 @@ class AsyncJobPool:
         self.tag = tag
         self.overdue_factor, self.overdue_min_s = float(overdue_factor), float(overdue_min_s)
         self._queue: collections.deque[Call] = collections.deque()
-        self._in_flight: dict[int, dict[int, _Sent]] = collections.defaultdict(dict)
+        self._in_flight: dict[int, dict[int, _Sent]] = collections.defaultdict(dict)  # runner -> first job id -> call
+        self._by_ref: dict[object, _Sent] = {}  # ObjectRef of a call's reply -> the call
         self._version = -1
         self._payload_ref = None
         self._ids = itertools.count()
@@ -125,6 +135,8 @@ class AsyncJobPool:
         for rid in list(self._in_flight):
             if rid not in healthy and self._in_flight[rid]:
                 lost = [sent.call for sent in self._in_flight[rid].values()]
+                for sent in self._in_flight[rid].values():
+                    self._by_ref.pop(sent.ref, None)
                 self._in_flight[rid].clear()
                 self.num_calls_lost += len(lost)
                 jobs = sum(len(call.jobs) for call in lost)
@@ -142,55 +154,54 @@ class AsyncJobPool:
         """Sends queued calls to runners with free slots; returns the number sent."""
         healthy = self.healthy_runner_ids()
         self._requeue_lost(healthy)
-        sent = 0
+        if not self._queue:
+            return 0
+        actors, sent = self.group._worker_manager.actors(), 0
         for rid in healthy:
             while self._queue and len(self._in_flight[rid]) < self.jobs_in_flight:
                 call = self._queue.popleft()
-                made = self.group.foreach_env_runner_async(
-                    "run_jobs", tag=self.tag, kwargs={"call": call}, remote_worker_ids=[rid]
-                )
-                if not made:  # RLlib's per-runner cap reached: keep the call for later
-                    self._queue.appendleft(call)
-                    break
-                self._in_flight[rid][call.jobs[0].id] = _Sent(call, time.perf_counter())
+                entry = _Sent(call, time.perf_counter(), rid, actors[rid].run_jobs.remote(call))
+                self._in_flight[rid][call.jobs[0].id] = entry
+                self._by_ref[entry.ref] = entry
                 sent += 1
         return sent
-
-    def _wait_any(self, timeout_s: float) -> None:
-        """Blocks until one of our calls is ready (or timeout).
-
-        RLlib's ``fetch_ready_async_reqs(timeout_seconds=t)`` waits for *all* calls in flight (or
-        t), which would leave finished results — and the driver — idle; so we ``ray.wait`` for
-        the first one ourselves, on the manager's in-flight map, and then fetch with timeout 0.
-        """
-        in_flight = getattr(self.group._worker_manager, "_in_flight_req_to_actor_id", None)
-        if in_flight is None:  # another RLlib version: fall back to a short sleep
-            time.sleep(min(timeout_s, 0.002))
-            return
-        refs = [ref for ref, (tag, _) in list(in_flight.items()) if tag == self.tag]
-        if refs:
-            ray.wait(refs, num_returns=1, timeout=timeout_s, fetch_local=False)
-        else:
-            time.sleep(min(timeout_s, 0.002))
 
     def _receive(self, send: bool, timeout_s: float) -> list[Reply]:
         if send:
             self.pump()
-        self._wait_any(timeout_s)
+        if not self._by_ref:
+            time.sleep(min(timeout_s, 0.002))
+            return []
+        refs = list(self._by_ref)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s, fetch_local=True)
+        if ready:  # everything else that is ready too, without waiting
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=True)
         out, now = [], time.perf_counter()
-        for rid, reply in self.group.fetch_ready_async_reqs(tags=self.tag, timeout_seconds=0):
-            sent = self._in_flight[rid].pop(reply.results[0].id, None) if reply.results else None
-            if sent is not None:
-                took = now - sent.t_sent
-                typical = self._typical_call_s
-                self._typical_call_s = took if typical is None else 0.9 * typical + 0.1 * took
-            self.busy_s[rid] += reply.busy_s
+        for ref in ready:
+            sent = self._by_ref.pop(ref)
+            try:
+                reply = ray.get(ref)
+            except ray.exceptions.RayError as e:  # the runner died: RLlib restores it, we re-queue
+                self._take_out_of_service(sent.runner, e)  # its calls, this one included, are re-queued below
+                continue
+            self._in_flight[sent.runner].pop(sent.call.jobs[0].id, None)
+            took = now - sent.t_sent
+            typical = self._typical_call_s
+            self._typical_call_s = took if typical is None else 0.9 * typical + 0.1 * took
+            self.busy_s[sent.runner] += reply.busy_s
             reply.results = [r for r in reply.results if self._credit_ok(r)]
             out.append(reply)
         self._requeue_lost(self.healthy_runner_ids())
         if out and send:
             self.pump()
         return out
+
+    def _take_out_of_service(self, runner: int, error: Exception) -> None:
+        """Marks ``runner`` unhealthy in RLlib's actor manager, as RLlib's own fetch does on a Ray error."""
+        manager = self.group._worker_manager
+        if manager.is_actor_healthy(runner):
+            logger.warning("rllib_ext: env runner %d failed (%s); taking it out of service", runner, error)
+            manager.set_actor_state(runner, healthy=False)
 
     def _credit_ok(self, result) -> bool:
         expected = self._digests.get(result.version)

@@ -1,12 +1,14 @@
 """rllib_ext.common.blackbox.pool: the driver's job pool, against a scripted EnvRunnerGroup (no Ray).
 
-The fake group stands for RLlib's EnvRunnerGroup: it records each ``foreach_env_runner_async``
-call, hands back the results the test finishes, and lets the test kill a runner (drop it from
-``healthy_worker_ids``) or fill RLlib's per-runner request cap.
+The fake group stands for RLlib's EnvRunnerGroup and its actor manager: its actors record each
+``run_jobs.remote`` call and return a fake reference; the test finishes calls (their reply
+becomes ready), kills a runner (drop it from ``healthy_worker_ids``) or makes a call fail with a
+Ray error. ``ray.put``/``wait``/``get`` are stubbed to match.
 """
 
 from __future__ import annotations
 
+import time
 import types
 
 import numpy as np
@@ -21,47 +23,83 @@ def payload(value):
     return Payload(theta=np.full(3, value, dtype=np.float32))
 
 
+class FakeRayError(Exception):
+    pass
+
+
+class FakeRef:
+    def __init__(self):
+        self.reply, self.error = None, None
+
+
 class FakeGroup:
-    """The parts of EnvRunnerGroup the pool uses."""
+    """The parts of EnvRunnerGroup (and its actor manager) the pool uses."""
 
     def __init__(self, runner_ids):
         self.healthy = list(runner_ids)
-        self.calls = []  # (runner id, kwargs) of every call accepted
-        self.ready = []  # (runner id, result) handed back at the next fetch
-        self.refuse = set()  # runners whose request cap is full
-        self._worker_manager = types.SimpleNamespace()  # no in-flight map: the pool sleeps briefly
+        self.calls = []  # (runner id, call, ref) of every call sent
+        group = self
+
+        class Actor:
+            def __init__(self, rid):
+                self.run_jobs = types.SimpleNamespace(remote=lambda call: group._send(rid, call))
+
+        class Manager:
+            def actors(self):
+                return {rid: Actor(rid) for rid in runner_ids}
+
+            def is_actor_healthy(self, rid):
+                return rid in group.healthy
+
+            def set_actor_state(self, rid, healthy):
+                group.healthy = [r for r in group.healthy if r != rid] + ([rid] if healthy else [])
+
+        self._worker_manager = Manager()
+
+    def _send(self, rid, call):
+        assert isinstance(call, Call)
+        ref = FakeRef()
+        self.calls.append((rid, call, ref))
+        return ref
 
     def healthy_worker_ids(self):
         return list(self.healthy)
 
-    def foreach_env_runner_async(self, fn, *, tag, kwargs, remote_worker_ids):
-        assert fn == "run_jobs" and tag == "blackbox_jobs" and set(kwargs) == {"call"}
-        assert isinstance(kwargs["call"], Call)
-        (rid,) = remote_worker_ids
-        if rid in self.refuse:
-            return 0
-        self.calls.append((rid, kwargs["call"]))
-        return 1
-
-    def fetch_ready_async_reqs(self, *, tags, timeout_seconds):
-        assert tags == "blackbox_jobs" and timeout_seconds == 0
-        ready, self.ready = self.ready, []
-        return ready
-
     def finish(self, index, busy_s=0.5, theta=None):
         """The call ``self.calls[index]`` returns its jobs' results, run with its payload's θ (or ``theta``)."""
-        rid, sent = self.calls[index]
-        digest = theta_digest(sent.payload_ref[1].theta if theta is None else theta)
+        rid, call, ref = self.calls[index]
+        digest = theta_digest(call.payload_ref[1].theta if theta is None else theta)
         results = [
-            EpisodeResult(job=job, ret=1.0, returns=(1.0,), runner=rid, theta_digest=digest) for job in sent.jobs
+            EpisodeResult(job=job, ret=1.0, returns=(1.0,), runner=rid, theta_digest=digest) for job in call.jobs
         ]
-        self.ready.append((rid, Reply(results=results, busy_s=busy_s, runner=rid)))
+        ref.reply = Reply(results=results, busy_s=busy_s, runner=rid)
+
+    def fail(self, index):
+        """The actor of call ``index`` died: its reply is a Ray error."""
+        self.calls[index][2].error = FakeRayError("actor died")
+
+
+def fake_get(ref):
+    if ref.error is not None:
+        raise ref.error
+    return ref.reply
+
+
+def fake_wait(refs, num_returns, timeout, fetch_local):
+    ready = [r for r in refs if r.reply is not None or r.error is not None]
+    return ready, [r for r in refs if r not in ready]
 
 
 @pytest.fixture
 def pool(monkeypatch):
-    """A pool over runners 1 and 2, two calls in flight each; ``ray.put`` is stubbed."""
-    monkeypatch.setattr(async_pool, "ray", types.SimpleNamespace(put=lambda payload: ("ref", payload)))
+    """A pool over runners 1 and 2, two calls in flight each; Ray is stubbed."""
+    fake_ray = types.SimpleNamespace(
+        put=lambda payload: ("ref", payload),
+        wait=fake_wait,
+        get=fake_get,
+        exceptions=types.SimpleNamespace(RayError=FakeRayError),
+    )
+    monkeypatch.setattr(async_pool, "ray", fake_ray)
     return AsyncJobPool(FakeGroup([1, 2]), jobs_in_flight=2)
 
 
@@ -70,7 +108,7 @@ def jobs(pool, n=1, seed=7):
 
 
 def sent_ids(group):
-    return [[job.id for job in call.jobs] for _, call in group.calls]
+    return [[job.id for job in call.jobs] for _, call, _ in group.calls]
 
 
 def test_pump_fills_every_runner_up_to_jobs_in_flight_in_queue_order(pool):
@@ -80,10 +118,10 @@ def test_pump_fills_every_runner_up_to_jobs_in_flight_in_queue_order(pool):
     pool.submit([])  # an empty job list is no call
     assert pool.num_queued == 5
     assert pool.pump() == 4
-    assert [rid for rid, _ in pool.group.calls] == [1, 1, 2, 2]
+    assert [rid for rid, _, _ in pool.group.calls] == [1, 1, 2, 2]
     assert sent_ids(pool.group) == [[0], [1], [2], [3]]  # FIFO
     assert pool.num_in_flight == 4 and pool.num_queued == 1
-    _, call = pool.group.calls[0]
+    _, call, _ = pool.group.calls[0]
     assert call.version == 3 and call.payload_ref[1].theta[0] == 0
     assert call.jobs[0].version == 3  # jobs carry the version published when submitted
 
@@ -119,15 +157,6 @@ def test_a_dead_runners_calls_are_requeued_first_and_counted(pool):
     assert sent_ids(pool.group)[4:] == [[2, 3, 4]]
 
 
-def test_a_full_runner_keeps_the_call_queued(pool):
-    pool.publish(0, payload(0))
-    pool.group.refuse = {1, 2}
-    pool.submit(jobs(pool))
-    assert pool.pump() == 0 and pool.num_queued == 1 and pool.num_in_flight == 0
-    pool.group.refuse = set()
-    assert pool.pump() == 1 and pool.num_queued == 0
-
-
 def test_drop_queued_removes_only_unsent_calls(pool):
     pool.publish(0, payload(0))
     for seed in range(6):
@@ -145,6 +174,7 @@ def test_drain_waits_for_every_call_in_flight_and_utilization_counts_busy_time(p
     pool.pump()
     for i in range(4):
         pool.group.finish(i, busy_s=0.001)
+    time.sleep(0.01)  # wall time ≥ the busy time of the calls
     out = pool.drain(timeout_s=5.0)
     assert sorted(reply.results[0].id for reply in out) == [0, 1, 2, 3]
     assert pool.num_in_flight == 0
@@ -157,16 +187,16 @@ def test_a_requeued_call_keeps_the_version_and_payload_it_was_submitted_with(poo
     pool.publish(0, payload(0))
     pool.submit(jobs(pool))  # job 0, θ_0
     pool.pump()
-    ((rid, _),) = pool.group.calls
+    ((rid, _, _),) = pool.group.calls
     pool.publish(1, payload(1))  # the driver moves on to θ_1 ...
     pool.group.healthy = [r for r in (1, 2) if r != rid]  # ... and the runner with job 0 dies
     pool.submit(jobs(pool))  # job 1, θ_1
     pool.pump()
-    resent = [call for _, call in pool.group.calls[1:] if call.jobs[0].id == 0]
+    resent = [call for _, call, _ in pool.group.calls[1:] if call.jobs[0].id == 0]
     assert len(resent) == 1 and pool.num_calls_lost == 1
     assert resent[0].version == 0 and resent[0].jobs[0].version == 0
     assert resent[0].payload_ref[1].theta[0] == 0  # θ_0's payload, not θ_1's
-    newer = [call for _, call in pool.group.calls if call.jobs[0].id == 1]
+    newer = [call for _, call, _ in pool.group.calls if call.jobs[0].id == 1]
     assert newer[0].payload_ref[1].theta[0] == 1
 
 
@@ -212,3 +242,18 @@ def test_a_result_run_with_other_parameters_than_its_version_is_dropped_and_coun
     out = pool.poll(timeout_s=0.0)
     assert [len(reply.results) for reply in out] == [1, 0]
     assert pool.num_credit_mismatches == 1
+
+
+def test_a_call_failing_with_a_ray_error_takes_its_runner_out_and_is_resent_elsewhere(pool):
+    pool.publish(0, payload(0))
+    for _ in range(4):
+        pool.submit(jobs(pool))
+    pool.pump()  # runner 1: calls 0, 1; runner 2: calls 2, 3
+    pool.group.fail(0)
+    pool.group.finish(2)
+    out = pool.poll(timeout_s=0.0)
+    assert [reply.results[0].id for reply in out] == [2]
+    assert pool.group.healthy == [2]  # marked unhealthy in RLlib's actor manager
+    assert pool.num_calls_lost == 2 and pool.num_jobs_requeued == 2  # the failed call and runner 1's other one
+    assert sorted(sent_ids(pool.group)[4:]) == [[0]]  # runner 2's freed slot takes the oldest lost call
+    assert [[j.id for j in call.jobs] for call in pool._queue] == [[1]]
