@@ -13,7 +13,7 @@ from benchmarks import blackbox_scale
 
 
 def test_measure_reads_the_public_metrics(ray_session):
-    args = blackbox_scale.parse_args(["--seconds", "2", "--step-sleep-s", "0.001", "--min-len", "2", "--max-len", "6"])
+    args = blackbox_scale.parse_args(["--seconds", "1", "--step-sleep-s", "0.001", "--min-len", "2", "--max-len", "6"])
     row = blackbox_scale.measure("DFD_EXT", 1, args, args.extra, blackbox_scale.mem_available_gb())
     assert row["results"] > 0 and row["updates"] > 0 and row["iterations"] >= 1
     for key in ("worker_utilization", "useful_utilization", "updates_per_s", "driver_cpu_per_result_ms", "r_sat"):
