@@ -356,6 +356,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
                 job=job,
                 ret=float("nan"),
                 failed=True,
+                episodes_failed=1,
                 error=f"{type(e).__name__}: {e}",
                 theta_digest=self._theta_digest,
             )

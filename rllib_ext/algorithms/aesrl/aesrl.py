@@ -398,8 +398,7 @@ class AESRL(ERLAlgorithm):
         if individual == "missing":
             return
         self.counters["mean_eval_env_steps"] += r.length
-        if r.failed:
-            self.counters["episodes_failed"] += 1
+        if r.failed:  # its failed episodes are counted by collect()
             self._submit_mean(individual)  # f(μ) is still needed: try again
             return
         self.population.f_mu = r.ret

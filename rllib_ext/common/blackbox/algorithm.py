@@ -173,17 +173,25 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     def collect(self, timeout_s: float = 0.01) -> tuple[list[EpisodeResult], list[EpisodeResult]]:
         """(finished results, failed results), with filter deltas merged and failures counted.
 
-        A failed job (the env raised, or returned NaN/inf) is logged and counted, never used
-        as a return; the caller decides whether to re-submit it.
+        A failed episode (the env raised, or returned NaN/inf) is logged and counted, never used
+        as a return; a job none of whose episodes succeeded is returned as failed, and the caller
+        decides whether to re-submit it.
         """
         ok, failed = [], []
         for reply in self.pool.poll(timeout_s=timeout_s):
             self.obs_filter.merge(reply.obs_delta)
             for r in reply.results:
                 self.counters["episodes_capped"] += r.capped
+                if r.episodes_failed:
+                    self.counters["episodes_failed"] += r.episodes_failed
+                    logger.warning(
+                        "rllib_ext: %d episode(s) of job %d on env runner %s failed and are not used: %s",
+                        r.episodes_failed,
+                        r.id,
+                        r.runner,
+                        r.error,
+                    )
                 if r.failed:
-                    self.counters["episodes_failed"] += 1
-                    logger.warning("rllib_ext: episode on env runner %s failed and is not used: %s", r.runner, r.error)
                     failed.append(r)
                     continue
                 self.counters["env_steps"] += r.length

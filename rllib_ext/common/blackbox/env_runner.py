@@ -297,27 +297,19 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
 
         Paper 000/002 evaluate each perturbation with one episode; with k > 1 the k returns are
         averaged (a lower-variance estimate of the same R(θ_u + σε)), never dropped. An episode
-        that fails fails the job (the driver re-runs or drops it, counted); the env is rebuilt.
+        that fails (the env raised, or returned NaN/inf) is counted in ``episodes_failed`` and the
+        env is rebuilt; the job's return is the mean of its other episodes, and the job fails only
+        when none succeeded (the driver then re-runs or drops it, counted).
         """
         t0 = time.perf_counter()
-        returns, length, capped, extras = [], 0, 0, []
+        returns, length, capped, extras, failures, error = [], 0, 0, [], 0, None
         for k in range(int(job.episodes)):
             try:
                 ret, steps, was_capped = self._run_episode(explore=explore, seed=episode_seed(job.env_seed, k))
             except EpisodeFailed as e:
+                failures, error = failures + 1, str(e)
                 self.make_env()  # a fresh env for the next episode (RLlib's recovery too)
-                return self.result_cls(
-                    job=job,
-                    ret=float("nan"),
-                    returns=tuple(returns),
-                    length=length,
-                    capped=capped,
-                    failed=True,
-                    error=str(e),
-                    duration_s=time.perf_counter() - t0,
-                    runner=self.worker_index,
-                    theta_digest=self._theta_digest,
-                )
+                continue
             returns.append(ret)
             length += steps
             capped += int(was_capped)
@@ -325,10 +317,13 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         averaged = {key: np.mean([e[key] for e in extras], axis=0) for key in extras[0]} if extras else {}
         return self.result_cls(
             job=job,
-            ret=float(np.mean(returns)),
+            ret=float(np.mean(returns)) if returns else float("nan"),
             returns=tuple(returns),
             length=length,
             capped=capped,
+            episodes_failed=failures,
+            failed=not returns,
+            error=error,
             duration_s=time.perf_counter() - t0,
             runner=self.worker_index,
             theta_digest=self._theta_digest,

@@ -118,8 +118,9 @@ class EpisodeResult:
         length: Env steps of all its episodes.
         capped: Episodes the engine cut at its step cap (``max_episode_steps``), counted as
             truncations.
-        failed: An episode raised or returned a non-finite value; the job's return is not used.
-        error: What failed.
+        episodes_failed: Episodes that raised or returned a non-finite value (not in ``returns``).
+        failed: No episode of the job succeeded; its return is not used.
+        error: What failed last.
         duration_s: Runner wall time of the job.
         runner: Index of the env runner that ran it.
         theta_digest: :func:`theta_digest` of the θ_u (μ) the runner held when it ran the job;
@@ -131,6 +132,7 @@ class EpisodeResult:
     returns: tuple[float, ...] = ()
     length: int = 0
     capped: int = 0
+    episodes_failed: int = 0
     failed: bool = False
     error: str | None = None
     duration_s: float = 0.0

@@ -117,6 +117,19 @@ def _payload(runner, theta=None):
     return Payload(theta=runner.module.get_flat() if theta is None else theta)
 
 
+def test_a_failed_episode_is_counted_and_the_others_of_its_job_still_count():
+    runner, _ = make_runner("rllib_ext/Faulty-v0", {"fault": "raise", "fault_prob": 0.5, "fault_step": 1})
+    runner.adopt(0, _payload(runner))
+    results = runner.run_jobs(call(0, [perturbation(i, i % 2, episodes=3) for i in range(8)])).results
+    partial = [r for r in results if 0 < r.episodes_failed < 3]
+    assert partial, "no job had both failed and good episodes (fault_prob 0.5, 24 episodes)"
+    for r in results:
+        assert len(r.returns) + r.episodes_failed == 3
+        assert r.failed == (not r.returns)
+        if r.returns:
+            assert r.ret == pytest.approx(np.mean(r.returns))
+
+
 @pytest.mark.parametrize("fault", ["nan_obs", "inf_reward", "nan_reward", "raise"])
 def test_faulty_episodes_are_reported_failed_never_as_returns(fault):
     runner, _ = make_runner("rllib_ext/Faulty-v0", {"fault": fault, "fault_prob": 1.0})
