@@ -91,7 +91,7 @@ class ARSConfig(ESConfig):
         # BlackBoxConfig's __init__, the engine's training(episodes_per_batch=...) and RLlib's
         # update_from_dict set it: an even integer sets N; whatever was given is checked in validate().
         self._episodes_per_batch_given = value
-        if is_integer(value) and value % 2 == 0:
+        if is_integer(value) and value >= 2 and value % 2 == 0:
             self.num_directions = value // 2
 
     @property
@@ -118,10 +118,15 @@ class ARSConfig(ESConfig):
     def validate(self) -> None:
         # ARS's own settings first: the engine's checks read episodes_per_batch, which is 2N.
         n, b = self.num_directions, self.top_directions
+        given = self._episodes_per_batch_given
+        if given is not None and not (is_integer(given) and given >= 2 and given % 2 == 0):
+            self._value_error(
+                f"episodes_per_batch is 2·num_directions for ARS_EXT (N antithetic pairs), an even integer "
+                f">= 2; got episodes_per_batch={given!r}: set num_directions (N) instead"
+            )
         if not (is_integer(n) and n >= 1):
             self._value_error(f"num_directions (N) must be an integer >= 1, got {n!r}")
-        given = self._episodes_per_batch_given
-        if given is not None and not (is_integer(given) and given == 2 * n):
+        if given is not None and given != 2 * n:
             self._value_error(
                 f"episodes_per_batch is 2·num_directions for ARS_EXT (N antithetic pairs); got "
                 f"episodes_per_batch={given!r} with num_directions={n!r}: set num_directions (N) only"
