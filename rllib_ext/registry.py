@@ -2,7 +2,8 @@
 
 Each entry maps a name (what a user types: ``rllib train --algo IMPACT_EXT``,
 ``tune.Tuner("IMPACT_EXT")``) to the ``"module:Class"`` of its :class:`Algorithm`, the paper
-it implements (a file in ``../shared/papers``) and a one-line summary shown by ``rllib list``.
+it implements (a file in ``../shared/papers``, or a citation saying it is not there) and a
+one-line summary shown by ``rllib list``.
 
 Registration (:func:`register_all`) is idempotent and runs on ``import rllib_ext``. It is also
 re-run after every ``ray.init()`` (a post-init hook): Tune's registry lives in the Ray job's
@@ -29,6 +30,10 @@ from rllib_ext.common.names import ALGORITHM_NAMES
 logger = logging.getLogger(__name__)
 
 
+#: How an :class:`AlgoSpec` whose paper is not a file in ``../shared/papers`` ends its ``paper``.
+NOT_IN_PAPERS = "(not in ../shared/papers)"
+
+
 @dataclasses.dataclass(frozen=True)
 class AlgoSpec:
     """One registered algorithm.
@@ -37,7 +42,8 @@ class AlgoSpec:
         name: The registered (Tune) name, e.g. ``"IMPACT_EXT"``.
         algo_path: ``"module:Class"`` of the :class:`~ray.rllib.algorithms.Algorithm` subclass.
         config_path: ``"module:Class"`` of its :class:`AlgorithmConfig` subclass.
-        paper: Paper file in ``../shared/papers`` the algorithm implements.
+        paper: Paper file(s) in ``../shared/papers`` the algorithm implements (``"000, 002"``), or
+            for a method whose paper is not there, a citation ending in :data:`NOT_IN_PAPERS`.
         summary: One line for ``rllib list``.
     """
 
@@ -101,6 +107,13 @@ ALGORITHMS: dict[str, AlgoSpec] = {
             "rllib_ext.algorithms.cves.cves:CVESConfig",
             "002",
             "ES with a policy-gradient control variate (Eq. 8): adaptive eta (Eq. 9) and gamma (App. C.1)",
+        ),
+        AlgoSpec(
+            "ARS_EXT",
+            "rllib_ext.algorithms.ars.ars:ARS",
+            "rllib_ext.algorithms.ars.ars:ARSConfig",
+            "Mania et al. 2018 " + NOT_IN_PAPERS,
+            "augmented random search (V1, V1-t, V2, V2-t): linear policy, top-b directions, reward-std step",
         ),
         AlgoSpec(
             "TD3_EXT",

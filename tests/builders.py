@@ -7,7 +7,7 @@ and override what their test is about, so the sizes are set once, here.
 
 from __future__ import annotations
 
-from rllib_ext import CVESConfig, ESConfig
+from rllib_ext import ARSConfig, CVESConfig, ESConfig
 from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
 from rllib_ext.algorithms.dfd.dfd import DFDConfig
 
@@ -20,6 +20,20 @@ def small_es_config(env=VAR_ENV, env_config=None, runners=1, **training):
     return (
         ESConfig()
         .environment(env, env_config={"min_len": 5, "max_len": 15} if env_config is None else env_config)
+        .env_runners(num_env_runners=runners)
+        .training(**training)
+        .debugging(seed=0)
+        .reporting(min_time_s_per_iteration=None)  # one update per train() call in these tests
+    )
+
+
+def small_ars_config(runners=1, env_config=None, **training):
+    """ARS_EXT, 4 directions (8 episodes) a batch, the top 2 used, linear policy, on the continuous
+    variable-length env (episodes of 5-15 steps)."""
+    training = {"num_directions": 4, "top_directions": 2, **training}
+    return (
+        ARSConfig()
+        .environment(VAR_ENV, env_config=env_config or {"continuous": True, "min_len": 5, "max_len": 15})
         .env_runners(num_env_runners=runners)
         .training(**training)
         .debugging(seed=0)

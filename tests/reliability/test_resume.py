@@ -94,7 +94,7 @@ def test_restore_continues_counters_with_equal_weights_and_optimizer_state(ray_s
 
 # Synchronous updates from seeded perturbations; with ``common_random_numbers`` every episode is
 # seeded from its job, so nothing depends on a runner's history (which a restore cannot bring back).
-DETERMINISTIC = ["ES_EXT", "CVES_EXT"]
+DETERMINISTIC = ["ES_EXT", "CVES_EXT", "ARS_EXT"]
 
 
 def seeded_config(name):
