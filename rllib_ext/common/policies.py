@@ -6,7 +6,8 @@ A policy maps a (standardized) observation to an action. Heads (``head``):
   Discrete actions: ``argmax`` of the logits.
 - ``"linear"``: Box actions: the raw output (no squashing) in units of the half-range around the
   centre of ``[low, high]``, clipped to the bounds — with ``hiddens=()`` this is ARS's linear
-  policy a = M·s (Mania et al. 2018; for Swimmer's [−1, 1] exactly clip(M·s)). Discrete: argmax.
+  policy (Mania et al. 2018) plus a bias: a = clip(M·s + c) on Swimmer's [−1, 1] (ARS has no c;
+  ARS_EXT starts M and c at zero). Discrete: argmax.
 - ``"gaussian"``: diagonal Gaussian with a state-independent log-std parameter (paper 002 §4);
   the mean as in ``"deterministic"``. Discrete actions sample the softmax of the logits.
 - ``"gaussian_2a"``: paper 000 App. A.1: the network has 2A ``tanh`` outputs; the first A are
