@@ -46,7 +46,7 @@ The runners import the driver's ``rllib_ext`` (the cluster's processes get its p
 that nobody's plain ``ray.init()`` on the machine joins it, and is shut down after each R.
 
 Rows: one JSON line per (algo, runners, repeat) in ``--out`` (default
-``benchmarks/results/blackbox_scale/<UTC date>.jsonl``), fields:
+``benchmarks/results/measurements/blackbox_scale/<UTC date>.jsonl``), fields:
 
 - ``benchmark`` ("blackbox_scale"), ``schema`` (1), ``date`` (ISO 8601 UTC, start of the run),
   ``machine`` (``Machine.this()``: cores, CPU/OS), ``algorithm``, ``runners``, ``repeat``.
@@ -442,7 +442,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", help="extra .training() settings")
     parser.add_argument(
-        "--out", default=None, help="JSONL file (default benchmarks/results/blackbox_scale/<date>.jsonl)"
+        "--out", default=None, help="JSONL file (default benchmarks/results/measurements/blackbox_scale/<date>.jsonl)"
     )
     parser.add_argument("--print-result", action="store_true", help="print the warm-up result dict once")
     parser.add_argument("--dry-run", action="store_true", help="DFD_EXT, 2 runners, 5 s; rows to a temp file")
@@ -460,7 +460,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     extra = args.extra
     date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    out = Path(args.out or Path(__file__).resolve().parent / "results" / BENCHMARK / f"{date[:10]}.jsonl")
+    out = Path(
+        args.out or Path(__file__).resolve().parent / "results" / "measurements" / BENCHMARK / f"{date[:10]}.jsonl"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     machine = dataclasses.asdict(Machine.this())
 

@@ -16,7 +16,7 @@ For each env:
 Ratios are against ``raw × runners`` (runners ≤ cores). The measurements are interleaved (each
 repeat measures every variant once, in turn) and the medians are reported (the machine is shared
 and noisy); every measurement is also written as one JSON line to ``--out`` (default
-``benchmarks/results/es_throughput/<date>.jsonl``): ``{"benchmark", "env", "what", "runners",
+``benchmarks/results/measurements/es_throughput/<date>.jsonl``): ``{"benchmark", "env", "what", "runners",
 "repeat", "steps_per_s", "ratio_to_raw_torch", "utilization", "seconds", "machine", "date"}``.
 
     python benchmarks/es_throughput.py --envs CartPole-v1 Pendulum-v1 Hopper-v5 --runners 1 --seconds 8 --repeats 3
@@ -141,11 +141,13 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-rllib", action="store_true", help="skip RLlib's SingleAgentEnvRunner")
     parser.add_argument(
-        "--out", default=None, help="JSONL file of rows (default: benchmarks/results/es_throughput/<date>.jsonl)"
+        "--out",
+        default=None,
+        help="JSONL file of rows (default: benchmarks/results/measurements/es_throughput/<date>.jsonl)",
     )
     args = parser.parse_args()
     date = datetime.date.today().isoformat()
-    out = args.out or os.path.join("benchmarks", "results", "es_throughput", f"{date}.jsonl")
+    out = args.out or os.path.join("benchmarks", "results", "measurements", "es_throughput", f"{date}.jsonl")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     machine = Machine.this()
     ray.init(num_cpus=max(args.runners) + 1, include_dashboard=False, logging_level=logging.WARNING)

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchmarks.harness.rows import RowError, RunRow, group_by, read_all
+from benchmarks.harness.rows import RowError, RunRow, group_by, read_all, read_measurements
 from rllib_ext import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -236,6 +236,54 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
     return out
 
 
+#: Tables of the measurement benchmarks (``results/measurements/<benchmark>/``): the row fields
+#: that group a table line, and the measured fields shown as medians over the repeats.
+MEASUREMENT_TABLES = {
+    "es_throughput": {
+        "title": "Sampling throughput per runner core (`benchmarks/es_throughput.py`)",
+        "keys": ("env", "what", "runners"),
+        "values": (
+            ("steps_per_s", "steps/s", "{:.0f}"),
+            ("ratio_to_raw_torch", "/ (raw torch loop × runners)", "{:.2f}"),
+        ),
+    },
+    "blackbox_scale": {
+        "title": "Scaling with sleeping runners on virtual nodes (`benchmarks/blackbox_scale.py`)",
+        "keys": ("algorithm", "runners"),
+        "values": (
+            ("worker_utilization", "utilization", "{:.3f}"),
+            ("useful_utilization", "useful utilization", "{:.3f}"),
+            ("results_vs_ideal", "results / ideal", "{:.2f}"),
+            ("driver_cpu_per_result_ms", "driver CPU per result (ms)", "{:.2f}"),
+            ("r_sat", "runners at driver saturation", "{:.0f}"),
+        ),
+    },
+}
+
+
+def measurement_tables(rows: Sequence[dict]) -> str:
+    """Markdown tables of the measurement rows: per line the median over repeats, and their count."""
+    out = []
+    for benchmark, spec in MEASUREMENT_TABLES.items():
+        mine = [r for r in rows if r["benchmark"] == benchmark and not r.get("skipped")]
+        if not mine:
+            continue
+        dates = sorted({str(r.get("date", ""))[:10] for r in mine})
+        header = [*spec["keys"], *(label for _, label, _ in spec["values"]), "repeats"]
+        out += [f"\n**{spec['title']}**, {', '.join(dates)}\n", "| " + " | ".join(header) + " |"]
+        out.append("| " + " | ".join("---" for _ in header) + " |")
+        groups: dict[tuple, list[dict]] = {}
+        for r in mine:
+            groups.setdefault(tuple(r.get(k) for k in spec["keys"]), []).append(r)
+        for key, group in groups.items():
+            cells = [str(k) for k in key]
+            for field, _, fmt in spec["values"]:
+                values = [r[field] for r in group if r.get(field) is not None]
+                cells.append(fmt.format(float(np.median(values))) if values else "")
+            out.append("| " + " | ".join(cells + [str(len(group))]) + " |")
+    return "\n".join(out) + "\n" if out else ""
+
+
 def replace_generated(text: str, block: str, path: str) -> str:
     """``text`` with the part between the generated markers replaced by ``block``.
 
@@ -260,14 +308,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         figures = write_figures(rows, args.figures_dir, os.path.dirname(os.path.abspath(args.results_md)))
         with open(args.results_md) as f:
             text = f.read()
-        text = replace_generated(text, summary_table(rows, figures), args.results_md)
+        measurements = read_measurements(args.results_dir)
+        block = summary_table(rows, figures) + measurement_tables(measurements)
+        text = replace_generated(text, block, args.results_md)
     except (RowError, OSError, ValueError) as e:
         print(f"bench-report: error: {e}", file=sys.stderr)
         return 1
     with open(args.results_md, "w") as f:
         f.write(text)
     print(
-        f"bench-report: {len(rows)} rows -> {len(figures)} figure(s) in {args.figures_dir}, table in {args.results_md}"
+        f"bench-report: {len(rows)} rows -> {len(figures)} figure(s) in {args.figures_dir}, table in {args.results_md}; "
+        f"{len(measurements)} measurement rows"
     )
     return 0
 

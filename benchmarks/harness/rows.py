@@ -230,12 +230,37 @@ def read_rows(path: str) -> list[RunRow]:
     return rows
 
 
-def find_result_files(root: str) -> list[str]:
-    """Every ``*.jsonl`` under ``root``, sorted."""
+#: Subfolder of the results of measurements that are not learning curves (throughput, scaling):
+#: their rows are free-form JSON lines with a ``benchmark`` field, read by :func:`read_measurements`.
+MEASUREMENTS = "measurements"
+
+
+def find_result_files(root: str, measurements: bool = False) -> list[str]:
+    """Every ``*.jsonl`` under ``root`` (the learning-curve rows, or those under ``measurements/``), sorted."""
     found = []
+    base = os.path.join(root, MEASUREMENTS)
     for dirpath, _, files in os.walk(root):
-        found += [os.path.join(dirpath, f) for f in files if f.endswith(".jsonl")]
+        inside = os.path.commonpath([os.path.abspath(dirpath), os.path.abspath(base)]) == os.path.abspath(base)
+        if inside == measurements:
+            found += [os.path.join(dirpath, f) for f in files if f.endswith(".jsonl")]
     return sorted(found)
+
+
+def read_measurements(root: str) -> list[dict[str, Any]]:
+    """Every row under ``root/measurements/`` as a dict (each names its ``benchmark``)."""
+    rows = []
+    for path in find_result_files(root, measurements=True):
+        with open(path) as f:
+            for i, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise RowError(f"{path}:{i}: not JSON: {e}") from e
+                    if "benchmark" not in row:
+                        raise RowError(f"{path}:{i}: a measurement row needs a 'benchmark' field")
+                    rows.append(row)
+    return rows
 
 
 def read_all(root: str) -> list[RunRow]:

@@ -118,3 +118,27 @@ def test_main_reports_a_bad_row_with_file_and_line(tmp_path, capsys):
     argv = ["--results-dir", str(tmp_path / "results"), "--figures-dir", str(tmp_path / "f"), "--results-md", str(md)]
     assert report.main(argv) == 1
     assert "r1.jsonl:2: bad row" in capsys.readouterr().err
+
+
+def test_measurement_rows_live_apart_and_get_median_tables(tmp_path):
+    """Throughput/scaling rows (results/measurements/) are not learning curves: the learning-curve
+    reader skips them and the report tables their medians per line."""
+    import json
+
+    results = tmp_path / "results"
+    for r in race_rows(target=100.0):
+        append_row(str(results / "bench" / "r1.jsonl"), r)
+    scale = results / "measurements" / "blackbox_scale"
+    scale.mkdir(parents=True)
+    lines = [
+        {"benchmark": "blackbox_scale", "algorithm": "DFD_EXT", "runners": 8, "worker_utilization": u, "date": "2026"}
+        for u in (0.9, 0.99, 0.95)
+    ]
+    (scale / "a.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    from benchmarks.harness.rows import read_all, read_measurements
+
+    assert len(read_all(str(results))) == len(race_rows(target=100.0))
+    measurements = read_measurements(str(results))
+    assert len(measurements) == 3
+    table = report.measurement_tables(measurements)
+    assert "| DFD_EXT | 8 | 0.950 |" in table and table.rstrip().endswith("| 3 |")
