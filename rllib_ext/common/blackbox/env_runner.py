@@ -293,7 +293,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         return {}
 
     def evaluate(self, job: Job, explore: bool) -> EpisodeResult:
-        """Runs ``job.episodes`` episodes of the module's current weights; the mean return counts.
+        """Runs ``job.episodes`` episodes with the parameters of :meth:`set_params`; their mean return counts.
 
         Paper 000/002 evaluate each perturbation with one episode; with k > 1 the k returns are
         averaged (a lower-variance estimate of the same R(θ_u + σε)), never dropped. An episode
@@ -331,7 +331,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         )
 
     def _run_episode(self, explore: bool = False, record_obs: bool = True, seed: int | None = None):
-        """One full episode with the module's current weights: (return, length, capped).
+        """One full episode with the parameters of :meth:`set_params`: (return, length, capped).
 
         ``capped``: the episode reached :attr:`step_cap` without terminating or truncating itself.
 
