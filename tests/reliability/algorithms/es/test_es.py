@@ -35,7 +35,7 @@ def test_killed_runner_mid_batch_batch_completes_and_loss_is_counted(ray_session
         got = {}
         for _ in range(2000):
             ok, _ = algo.collect(timeout_s=0.05)
-            got.update({r["index"]: r for r in ok if r["seed"] == seed})
+            got.update({r.index: r for r in ok if r.index is not None and r.job.seed == seed})
             if len(got) == 16:
                 break
         assert sorted(got) == list(range(16))  # every perturbation evaluated, on the survivor
