@@ -18,6 +18,9 @@ DEFAULT_RHO = 1.035
 # M, the length of the reward window of Eq. (20), is not given in paper 000 (Table 3 lists no
 # M); 10 is this package's choice.
 DEFAULT_M = 10
+#: How ε1, ε2 move η_u: "eta0" (steps of ε·η0, the authors' code; the default) or "absolute"
+#: (Eq. 21 as printed). See the class docstring, "Scales".
+EPS_UNITS = ("eta0", "absolute")
 
 _STATE_KEY = "dsgd"  # top-level key of state_dict() holding the controller
 
@@ -31,8 +34,9 @@ class DSGD(NormalizedStepOptimizer):
        ``‖grad‖`` over all param groups jointly, see
        :class:`~rllib_ext.optim.base.NormalizedStepOptimizer`; a zero gradient moves nothing);
     2. then, if a reward R(θ_u) was reported for this update, sets η_{u+1} by Eq. (21):
-       η_u − ε1 if R(θ_u) > ρ·R_avg, else η_u + ε2, clipped to [0.23·η0, η0], where R_avg is the
-       mean reward of the previous M updates (Eq. 20), and appends R(θ_u) to that window.
+       η_u − ε1·η0 if R(θ_u) > ρ·R_avg, else η_u + ε2·η0 (``eps_units="eta0"``; see "Scales"),
+       clipped to [0.23·η0, η0], where R_avg is the mean reward of the previous M updates
+       (Eq. 20), and appends R(θ_u) to that window.
 
     As in the paper's indices, the step of update u uses η_u, and R(θ_u) decides η_{u+1}.
     η_u starts at η0. While fewer than M rewards have been seen, R_avg averages those there are;
@@ -56,9 +60,15 @@ class DSGD(NormalizedStepOptimizer):
     R_avg ≥ 0 and, for R_avg < 0, asking for an improvement by the fraction ρ − 1 of |R_avg|
     (R_avg = 0: any positive reward counts).
 
-    **Scales.** ε1 and ε2 are absolute amounts added to η_u, as Eq. (21) is printed. With Table 3's
-    values (η0 = 0.01, ε1 = 0.0308, ε2 = 0.01026) either move crosses the whole clip range
-    [0.0023, 0.01], so η_u switches between the two bounds.
+    **Scales** (``eps_units``). Read as printed, Eq. (21) adds ε1, ε2 to η_u as absolute amounts
+    (``"absolute"``). With Table 3's values (η0 = 0.01, ε1 = 0.0308, ε2 = 0.01026) either move then
+    crosses the whole clip range [0.0023, 0.01], and η_u jumps between the two bounds on every
+    noisy comparison. Table 3's ε's are exactly 0.77/25 and 0.77/75: fractions of the clip range
+    [0.23, 1] of a knob ω with η_u = η0·(0.23 + 0.77ω) that moves by 1/25 towards its minimum and
+    by 1/75 back, which is how the authors' public code runs it (AechPro/distrib-rl,
+    ``AdaptiveOmega`` with steps_to_min 25 and steps_to_max 75). So the default ``"eta0"`` moves
+    η_u by ε·η0: ~25 improving updates from η0 to 0.23·η0 and ~75 back. ``"absolute"`` keeps the
+    literal reading.
 
     **Learning-rate schedules.** ``param_groups[g]["lr"]`` is η0, the value the rule scales from
     (RLlib's TorchLearner overwrites it each update when a schedule is configured); η_u lives in
@@ -80,6 +90,7 @@ class DSGD(NormalizedStepOptimizer):
         rho: ρ > 1, the improvement factor (Table 3: 1.035).
         M: Number of past updates in R_avg (Eq. 20); not given by the paper, default 10.
         min_fraction: The 0.23 of the lower clip 0.23·η0.
+        eps_units: ``"eta0"`` (ε's are fractions of η0; default) or ``"absolute"`` (Eq. 21 as printed).
     """
 
     def __init__(
@@ -91,6 +102,7 @@ class DSGD(NormalizedStepOptimizer):
         rho: float = DEFAULT_RHO,
         M: int = DEFAULT_M,
         min_fraction: float = ADAM_STEP_FRACTION,
+        eps_units: str = "eta0",
     ):
         if not lr > 0.0:
             raise ValueError(f"DSGD: lr (η0) must be > 0, got {lr}")
@@ -103,12 +115,15 @@ class DSGD(NormalizedStepOptimizer):
             raise ValueError(f"DSGD: M must be a positive integer, got {M}")
         if not 0.0 < min_fraction <= 1.0:
             raise ValueError(f"DSGD: min_fraction must be in (0, 1], got {min_fraction}")
+        if eps_units not in EPS_UNITS:
+            raise ValueError(f"DSGD: eps_units must be one of {', '.join(EPS_UNITS)}, got {eps_units!r}")
         super().__init__(params, dict(lr=lr, eta_u=None))
         self.eps1 = float(eps1)
         self.eps2 = float(eps2)
         self.rho = float(rho)
         self.M = int(M)
         self.min_fraction = float(min_fraction)
+        self.eps_units = eps_units
         self._rewards: list[float] = []  # R(θ_{u-M}), ..., R(θ_{u-1}); Eq. (20)
         self._pending_reward: float | None = None  # R(θ_u), reported for this update
         self.u = 0  # number of steps taken
@@ -161,7 +176,8 @@ class DSGD(NormalizedStepOptimizer):
             improved = reward > R_avg + (self.rho - 1.0) * abs(R_avg)
             delta = -self.eps1 if improved else self.eps2
             for group in self.param_groups:
-                group["eta_u"] = self._clip(self._eta(group) + delta, group)
+                scale = group["lr"] if self.eps_units == "eta0" else 1.0  # ε·η0 (authors' code) or ε
+                group["eta_u"] = self._clip(self._eta(group) + delta * scale, group)
         self._rewards = (self._rewards + [reward])[-self.M :]
 
     # -- checkpoints ---------------------------------------------------------------------------

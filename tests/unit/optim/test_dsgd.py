@@ -6,11 +6,44 @@ import copy
 import io
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from rllib_ext.optim import DSGD, make_optimizer
 from tests.unit.optim.helpers import flat_params, make_params, num_scalars, set_random_grads
+
+
+def test_dsgd_moves_eta_by_eps_times_eta0_by_default():
+    """The authors' reading (distrib-rl's AdaptiveOmega): each update moves η by ε·η0, so Table 3's
+    ε's take 25 improving updates from η0 to 0.23·η0 and 75 non-improving ones back."""
+    params = make_params(6)
+    opt = make_optimizer("dsgd", params, lr=0.01)
+    assert opt.eps_units == "eta0"
+    gen = torch.Generator().manual_seed(3)
+    etas, reward = [], 1.0
+    for _ in range(30):  # every reward beats ρ·R_avg
+        reward *= 2.0
+        opt.report_reward(reward)
+        set_random_grads(params, gen)
+        opt.step()
+        etas.append(opt.eta_u)
+    steps = -np.diff([0.01, *etas])
+    assert steps[1:25] == pytest.approx(np.full(24, 0.0308 * 0.01), rel=1e-9)  # ε1·η0 per update
+    assert etas[24] > 0.0023 and etas[25] == pytest.approx(0.0023)  # at the floor after 25 moves
+    for _ in range(80):  # a flat reward never improves: back up by ε2·η0 per update
+        opt.report_reward(1.0)
+        set_random_grads(params, gen)
+        opt.step()
+        etas.append(opt.eta_u)
+    up = np.diff(etas[30:])
+    assert up[1:70] == pytest.approx(np.full(69, 0.01026 * 0.01), rel=1e-9)
+    assert etas[30 + 74] < 0.01 and etas[30 + 76] == pytest.approx(0.01)  # ~75 moves back to η0
+
+
+def test_dsgd_rejects_unknown_eps_units():
+    with pytest.raises(ValueError, match="eps_units"):
+        DSGD(make_params(2), eps_units="percent")
 
 
 def test_dsgd_eta_follows_eq_21_on_a_scripted_reward_sequence():
@@ -54,10 +87,11 @@ def test_dsgd_eta_follows_eq_21_on_a_scripted_reward_sequence():
     assert opt.R_avg == pytest.approx(0.0)
 
 
-def test_dsgd_clips_at_eta0_and_paper_defaults_switch_between_bounds():
-    """Table 3's ε1 = 0.0308 and ε2 = 0.01026 exceed the clip range [0.0023, 0.01] of η0 = 0.01."""
+def test_dsgd_literal_reading_with_paper_defaults_switches_between_bounds():
+    """eps_units="absolute" (Eq. 21 as printed): Table 3's ε1 = 0.0308 and ε2 = 0.01026 exceed the
+    clip range [0.0023, 0.01] of η0 = 0.01, so η jumps between the bounds."""
     params = make_params(6)
-    opt = make_optimizer("dsgd", params)
+    opt = make_optimizer("dsgd", params, eps_units="absolute")
     assert (opt.eps1, opt.eps2, opt.rho, opt.param_groups[0]["lr"]) == (0.03080, 0.01026, 1.035, 0.01)
     gen = torch.Generator().manual_seed(7)
     etas = []
