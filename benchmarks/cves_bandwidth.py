@@ -37,7 +37,7 @@ def measure(env: str, episodes: int) -> list:
         runner.adopt(version, CVESPayload(theta=theta, filter_state=runner.obs_filter.get_state(), gammas=gammas))
         jobs = tuple(PerturbationJob(id=i, version=version, seed=1, n=2 * episodes, index=i) for i in range(episodes))
         t0 = time.perf_counter()
-        reply = runner.run_jobs(Call(version=version, payload_ref=None, jobs=jobs))
+        reply = runner.run_jobs(Call(payload_ref=None, jobs=jobs))
         wall = time.perf_counter() - t0
         steps = sum(r.length for r in reply.results)
         size = np.mean([len(pickle.dumps(r, protocol=5)) for r in reply.results])

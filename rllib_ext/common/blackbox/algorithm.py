@@ -56,7 +56,6 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.counters = {
             "episodes_failed": 0,
             "episodes_capped": 0,
-            "calls_overdue": 0,
             "returns_dropped_stale": 0,
             "env_steps": 0,
             "episodes": 0,
@@ -152,7 +151,6 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         if progressed or getattr(self, "_last_progress", None) is None:
             self._last_progress = now
         for runner, call, age in self.pool.overdue():
-            self.counters["calls_overdue"] += 1
             logger.warning(
                 "rllib_ext: %s: env runner %d has not answered a call of %d job(s) for %.0f s (calls usually "
                 "take %.2f s); still waiting on it",
@@ -160,7 +158,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 runner,
                 len(call.jobs),
                 age,
-                self.pool._typical_call_s or 0.0,
+                self.pool.typical_call_s or 0.0,
             )
         if now - self._last_progress > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
             raise RuntimeError(f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s")
@@ -250,10 +248,11 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             window=1,
         )
         m.log_value((BLACKBOX, "update_index"), self.update_index, reduce="max", window=1)
-        for key in ("episodes_failed", "episodes_capped", "calls_overdue", "returns_dropped_stale"):
+        for key in ("episodes_failed", "episodes_capped", "returns_dropped_stale"):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         m.log_value((BLACKBOX, "runner_calls_lost_lifetime"), self.pool.num_calls_lost, reduce="max", window=1)
         m.log_value((BLACKBOX, "jobs_requeued_lifetime"), self.pool.num_jobs_requeued, reduce="max", window=1)
+        m.log_value((BLACKBOX, "calls_overdue_lifetime"), self.pool.num_calls_overdue, reduce="max", window=1)
         m.log_value((BLACKBOX, "credit_mismatches_lifetime"), self.pool.num_credit_mismatches, reduce="max", window=1)
         m.log_value((BLACKBOX, "num_healthy_env_runners"), len(self.pool.healthy_runner_ids()), reduce="mean", window=1)
 

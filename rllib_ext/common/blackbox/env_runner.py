@@ -240,7 +240,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         The torch module gets them only when something needs autograd (:meth:`sync_module`):
         copying θ into torch costs ~0.4 ms, a whole short episode's worth of steps.
         """
-        self._params = np.array(theta, dtype=np.float32)  # owned: the numpy policy keeps views into it
+        # The numpy policy keeps views into θ: every θ here is a fresh array or θ_u, which is
+        # replaced on adopt, never changed in place, so no copy is needed.
+        self._params = np.ascontiguousarray(theta, dtype=np.float32)
         self.fast_policy.set_flat(self._params)
         self._module_synced = False
 

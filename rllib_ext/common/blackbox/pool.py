@@ -56,7 +56,6 @@ class AsyncJobPool:
     Args:
         env_runner_group: The algorithm's EnvRunnerGroup (remote BlackBoxEnvRunners).
         jobs_in_flight: Calls kept in flight per runner.
-        tag: Tag of this pool's async calls (never untagged: RLlib's own calls must not mix in).
         overdue_factor: A call is overdue after this many times the usual call duration.
         overdue_min_s: ... and after at least this many seconds.
     """
@@ -68,17 +67,15 @@ class AsyncJobPool:
         self,
         env_runner_group,
         jobs_in_flight: int = 2,
-        tag: str = "blackbox_jobs",
         overdue_factor: float = 20.0,
         overdue_min_s: float = 30.0,
     ):
         self.group = env_runner_group
         self.jobs_in_flight = int(jobs_in_flight)
-        self.tag = tag
         self.overdue_factor, self.overdue_min_s = float(overdue_factor), float(overdue_min_s)
         self._queue: collections.deque[Call] = collections.deque()
-        self._in_flight: dict[int, dict[int, _Sent]] = collections.defaultdict(dict)  # runner -> first job id -> call
-        self._by_ref: dict[object, _Sent] = {}  # ObjectRef of a call's reply -> the call
+        self._in_flight: dict[int, dict[object, _Sent]] = collections.defaultdict(dict)  # runner -> ref -> call
+        self._by_ref: dict[object, _Sent] = {}  # every call in flight, by the ObjectRef of its reply
         self._version = -1
         self._payload_ref = None
         self._ids = itertools.count()
@@ -110,7 +107,7 @@ class AsyncJobPool:
         """Queues one call of ``jobs`` with the version and payload published now; sent by :meth:`pump`."""
         if jobs:
             stamped = tuple(dataclasses.replace(j, version=self._version) for j in jobs)
-            self._queue.append(Call(version=self._version, payload_ref=self._payload_ref, jobs=stamped))
+            self._queue.append(Call(payload_ref=self._payload_ref, jobs=stamped))
 
     def drop_queued(self, predicate) -> int:
         """Removes queued (not yet sent) calls for which ``predicate(call)`` holds; returns how many."""
@@ -125,7 +122,12 @@ class AsyncJobPool:
 
     @property
     def num_in_flight(self) -> int:
-        return sum(len(calls) for calls in self._in_flight.values())
+        return len(self._by_ref)
+
+    @property
+    def typical_call_s(self) -> float | None:
+        """Running mean of call durations, send to reply (None before the first reply)."""
+        return self._typical_call_s
 
     def healthy_runner_ids(self) -> list[int]:
         return list(self.group.healthy_worker_ids())
@@ -161,7 +163,7 @@ class AsyncJobPool:
             while self._queue and len(self._in_flight[rid]) < self.jobs_in_flight:
                 call = self._queue.popleft()
                 entry = _Sent(call, time.perf_counter(), rid, actors[rid].run_jobs.remote(call))
-                self._in_flight[rid][call.jobs[0].id] = entry
+                self._in_flight[rid][entry.ref] = entry
                 self._by_ref[entry.ref] = entry
                 sent += 1
         return sent
@@ -184,16 +186,17 @@ class AsyncJobPool:
             except ray.exceptions.RayError as e:  # the runner died: RLlib restores it, we re-queue
                 self._take_out_of_service(sent.runner, e)  # its calls, this one included, are re-queued below
                 continue
-            self._in_flight[sent.runner].pop(sent.call.jobs[0].id, None)
+            self._in_flight[sent.runner].pop(ref, None)
             took = now - sent.t_sent
             typical = self._typical_call_s
             self._typical_call_s = took if typical is None else 0.9 * typical + 0.1 * took
             self.busy_s[sent.runner] += reply.busy_s
             reply.results = [r for r in reply.results if self._credit_ok(r)]
             out.append(reply)
-        self._requeue_lost(self.healthy_runner_ids())
-        if out and send:
-            self.pump()
+        if send:
+            self.pump()  # re-queues the calls of runners that died, then refills the free slots
+        else:
+            self._requeue_lost(self.healthy_runner_ids())
         return out
 
     def _take_out_of_service(self, runner: int, error: Exception) -> None:
@@ -225,12 +228,11 @@ class AsyncJobPool:
         """Calls newly overdue: ``(runner, call, seconds in flight)``; each is reported once."""
         limit = max(self.overdue_min_s, self.overdue_factor * (self._typical_call_s or 0.0))
         now, out = time.perf_counter(), []
-        for rid, calls in self._in_flight.items():
-            for sent in calls.values():
-                if not sent.reported and now - sent.t_sent > limit:
-                    sent.reported = True
-                    self.num_calls_overdue += 1
-                    out.append((rid, sent.call, now - sent.t_sent))
+        for sent in self._by_ref.values():
+            if not sent.reported and now - sent.t_sent > limit:
+                sent.reported = True
+                self.num_calls_overdue += 1
+                out.append((sent.runner, sent.call, now - sent.t_sent))
         return out
 
     def drain(self, timeout_s: float = 60.0) -> list[Reply]:

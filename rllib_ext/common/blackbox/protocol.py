@@ -99,11 +99,15 @@ class Payload:
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class Call:
-    """One remote ``run_jobs`` call: jobs that all run with the payload of ``version``."""
+    """One remote ``run_jobs`` call: jobs that all run with the payload of their (one) version."""
 
-    version: int
     payload_ref: Any  # ray.ObjectRef of the Payload of ``version`` (None in tests without Ray)
     jobs: tuple[Job, ...]
+
+    @property
+    def version(self) -> int:
+        """u of the payload: the version every job of the call carries."""
+        return self.jobs[0].version
 
 
 # -- results ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     replay = ReplayActor.remote(1000, 3, 1, 0)
     payload = ray.put(ERLPayload(theta=mu, var=var, replay=replay))
     jobs = (IndividualJob(id=0, version=1, seed=5), EvaluationJob(id=1, version=1, episodes=2))
-    es, mean = runner.run_jobs(Call(version=1, payload_ref=payload, jobs=jobs)).results
+    es, mean = runner.run_jobs(Call(payload_ref=payload, jobs=jobs)).results
     assert es.params is None and es.length == 200 and np.isfinite(es.ret)  # a seed in, a scalar out
     assert isinstance(mean.job, EvaluationJob) and len(mean.returns) == 2 and mean.length == 400
     # The runner evaluated exactly the z the driver regenerates from (mu, var, seed).
@@ -32,7 +32,7 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
 
     critic = {k: v.numpy() for k, v in TwinCritic(3, 1, (24, 24)).state_dict().items()}
     job = IndividualJob(id=2, version=1, seed=6, rl_steps=5, critic_ref=[ray.put(critic)])
-    (rl,) = runner.run_jobs(Call(version=1, payload_ref=payload, jobs=(job,))).results
+    (rl,) = runner.run_jobs(Call(payload_ref=payload, jobs=(job,))).results
     assert rl.rl and rl.params.shape == mu.shape and not np.allclose(rl.params, gaussian_individual(mu, var, 6))
     assert np.isfinite(rl.actor_loss)
     runner.stop()

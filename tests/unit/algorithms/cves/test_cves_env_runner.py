@@ -82,7 +82,7 @@ def call(version, n, episodes=1):
     from rllib_ext.common.blackbox import Call, PerturbationJob
 
     jobs = tuple(PerturbationJob(id=i, version=version, seed=3, n=n, index=i, episodes=episodes) for i in range(n))
-    return Call(version=version, payload_ref=None, jobs=jobs)
+    return Call(payload_ref=None, jobs=jobs)
 
 
 def payload(runner, gammas):

@@ -26,10 +26,10 @@ def test_runner_regenerates_the_drivers_perturbation_from_ids_only():
         np.testing.assert_allclose(runner.perturbed_theta(11, 6, i), theta + 0.05 * driver_eps[i], rtol=0, atol=1e-6)
 
 
-def call(version, jobs, payload_ref=None):
+def call(jobs, payload_ref=None):
     from rllib_ext.common.blackbox import Call
 
-    return Call(version=version, payload_ref=payload_ref, jobs=tuple(jobs))
+    return Call(payload_ref=payload_ref, jobs=tuple(jobs))
 
 
 def perturbation(job_id, index, version=0, n=2, seed=5, **kw):
@@ -44,7 +44,7 @@ def test_run_jobs_returns_compact_typed_results_and_adopts_a_new_version():
     runner, _ = make_runner()
     theta = runner.module.get_flat()
     runner.adopt(4, Payload(theta=theta * 0.5))
-    reply = runner.run_jobs(call(4, [perturbation(0, 0, version=4), perturbation(1, 1, version=4)]))
+    reply = runner.run_jobs(call([perturbation(0, 0, version=4), perturbation(1, 1, version=4)]))
     assert isinstance(reply, Reply) and all(type(r) is EpisodeResult for r in reply.results)
     assert [r.id for r in reply.results] == [0, 1] and [r.index for r in reply.results] == [0, 1]
     # A seed in, a scalar out: no vector travels back.
@@ -70,19 +70,19 @@ def test_a_call_runs_exactly_the_version_it_carries(monkeypatch):
     theta0 = runner.module.get_flat()
     theta1 = theta0 + 1.0
     runner.adopt(1, Payload(theta=theta1))
-    reply = runner.run_jobs(call(0, [perturbation(0, 1, version=0)], payload_ref=Payload(theta=theta0)))
+    reply = runner.run_jobs(call([perturbation(0, 1, version=0)], payload_ref=Payload(theta=theta0)))
     assert reply.results[0].version == 0 and runner.version == 0
     np.testing.assert_allclose(runner.fast_policy.theta, runner.perturbed_theta(5, 2, 1), atol=1e-6)
     assert np.abs(runner.fast_policy.theta - theta0).max() < 0.5  # θ_0 + σε, not θ_1 + σε
     # The next call of the newest version switches back.
-    runner.run_jobs(call(1, [perturbation(1, 0, version=1)], payload_ref=Payload(theta=theta1)))
+    runner.run_jobs(call([perturbation(1, 0, version=1)], payload_ref=Payload(theta=theta1)))
     np.testing.assert_allclose(runner._theta, theta1)
 
 
 def test_every_episode_of_a_job_counts():
     runner, _ = make_runner(env_config={"min_len": 5, "max_len": 50})
     runner.adopt(0, _payload(runner))
-    (result,) = runner.run_jobs(call(0, [perturbation(0, 0, episodes=4)])).results
+    (result,) = runner.run_jobs(call([perturbation(0, 0, episodes=4)])).results
     assert len(result.returns) == 4 and len(set(result.returns)) > 1  # four different episodes
     assert result.ret == pytest.approx(np.mean(result.returns))
     assert result.length == runner.num_env_steps_sampled_lifetime  # all four episodes' steps
@@ -103,7 +103,7 @@ def test_episodes_of_an_env_without_time_limit_stop_at_the_step_cap(caplog):
             runner, _ = make_runner(SimpleCorridor, {"corridor_length": 5}, max_episode_steps=cap)
         never_right = np.zeros_like(runner.module.get_flat())  # equal logits: argmax is "left", forever
         runner.adopt(0, _payload(runner, never_right))
-        reply = runner.run_jobs(call(0, [perturbation(0, 0, episodes=2, n=2, seed=5)]))
+        reply = runner.run_jobs(call([perturbation(0, 0, episodes=2, n=2, seed=5)]))
         (result,) = reply.results
         expected = DEFAULT_MAX_EPISODE_STEPS if cap is None else cap
         assert runner.step_cap == expected
@@ -120,7 +120,7 @@ def _payload(runner, theta=None):
 def test_a_failed_episode_is_counted_and_the_others_of_its_job_still_count():
     runner, _ = make_runner("rllib_ext/Faulty-v0", {"fault": "raise", "fault_prob": 0.5, "fault_step": 1})
     runner.adopt(0, _payload(runner))
-    results = runner.run_jobs(call(0, [perturbation(i, i % 2, episodes=3) for i in range(8)])).results
+    results = runner.run_jobs(call([perturbation(i, i % 2, episodes=3) for i in range(8)])).results
     partial = [r for r in results if 0 < r.episodes_failed < 3]
     assert partial, "no job had both failed and good episodes (fault_prob 0.5, 24 episodes)"
     for r in results:
@@ -134,12 +134,12 @@ def test_a_failed_episode_is_counted_and_the_others_of_its_job_still_count():
 def test_faulty_episodes_are_reported_failed_never_as_returns(fault):
     runner, _ = make_runner("rllib_ext/Faulty-v0", {"fault": fault, "fault_prob": 1.0})
     runner.adopt(0, _payload(runner))
-    (result,) = runner.run_jobs(call(0, [perturbation(7, 0)])).results
+    (result,) = runner.run_jobs(call([perturbation(7, 0)])).results
     assert result.failed and np.isnan(result.ret) and result.error
     # The runner recovers: a fresh env, and healthy episodes afterwards.
     runner.config.env_config = {"fault": fault, "fault_prob": 0.0}
     runner.make_env()
-    (result,) = runner.run_jobs(call(0, [perturbation(8, 1)])).results
+    (result,) = runner.run_jobs(call([perturbation(8, 1)])).results
     assert not result.failed
 
 
