@@ -44,8 +44,12 @@ class DSGD(NormalizedStepOptimizer):
 
     **Feeding the reward.** Call :meth:`report_reward` with R(θ_u) before each ``step()``:
 
-    * ES_EXT / DFD_EXT / CVES_EXT: the mean return of the batch's perturbations of the current θ_u
-      (paper 000 Eq. 23), or the unperturbed evaluation return when it is measured;
+    * the black-box family (ES_EXT, DFD_EXT, CVES_EXT, ARS_EXT): R̄, an exponential running mean
+      (weight ``eval_return_ema`` = 0.9 on the old value) of the unperturbed evaluation returns,
+      folded in as they arrive — one signal for all of them, and the one the authors' code feeds
+      its controller (AechPro/distrib-rl: a running mean of occasional policy evaluations). The
+      algorithms therefore require ``eval_episodes >= 1`` with DSGD
+      (``BlackBoxAlgorithm.observe_evaluations``);
     * a gradient-based learner (IMPACT_EXT, TD3_EXT, ...): the mean episode return of the episodes
       finished since its last update (e.g. RLlib's ``episode_return_mean``), reported once per
       optimizer step.
@@ -59,6 +63,11 @@ class DSGD(NormalizedStepOptimizer):
     This class tests R(θ_u) > R_avg + (ρ − 1)·|R_avg| instead, identical to the paper for
     R_avg ≥ 0 and, for R_avg < 0, asking for an improvement by the fraction ρ − 1 of |R_avg|
     (R_avg = 0: any positive reward counts).
+
+    **At a return ceiling** (InvertedPendulum's 1000, a capped episode): once R(θ_u) = R_avg at
+    the maximum, "R > ρ·R_avg" cannot hold, so η_u climbs back to η0 by ε2·η0 per update and stays
+    there. The authors' controller does the same (no ceiling case in distrib-rl's AdaptiveOmega);
+    we keep it. Its effect: the largest steps at the optimum; Adam's settled steps are ~0.23·η0√d.
 
     **Scales** (``eps_units``). Read as printed, Eq. (21) adds ε1, ε2 to η_u as absolute amounts
     (``"absolute"``). With Table 3's values (η0 = 0.01, ε1 = 0.0308, ε2 = 0.01026) either move then

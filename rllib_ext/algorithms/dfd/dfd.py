@@ -17,8 +17,8 @@ short). The learner (Algorithm 1) accepts every return until it has at least N, 
 exactly N and carries the extra returns over to the next update (App. A.2).
 
 Optimizers by name (``rllib_ext.optim``): ``adam`` (default), ``sgd`` (Eq. 2), ``msgd`` (Eq. 19),
-``dsgd`` (Eq. 20–22; it is fed R(θ_u) as the mean raw return of the batch's current-policy
-returns, or of the whole batch when it has none).
+``dsgd`` (Eq. 20–22; it is fed R̄, the running mean of the unperturbed evaluations, as ES_EXT is:
+:meth:`~rllib_ext.common.blackbox.BlackBoxAlgorithm.observe_evaluations`).
 """
 
 from __future__ import annotations
@@ -129,8 +129,8 @@ class DFD(BlackBoxAlgorithm):
         sigma_eps *= np.float32(cfg.noise_stdev)
         g, info = dfd_gradient(rewards, sigma_eps, delays, self.history, u, versions)
         current = delays == 0
-        r_theta_u_raw = float(rewards[current].mean() if current.any() else rewards.mean())  # for DSGD
-        stats = self.apply_update(g, r_theta_u_raw)
+        self.observe_evaluations(evals)  # DSGD's R̄
+        stats = self.apply_update(g)
         self.history.add(self.update_index, self.theta)
         self._job_seed, self._job_index = self.next_batch_seed(), 0
         self._refill()
@@ -144,9 +144,6 @@ class DFD(BlackBoxAlgorithm):
         )
         m.log_value((BLACKBOX, "returns_carried_over"), len(self.returns.pending), reduce="mean", window=1)
         m.log_value((BLACKBOX, "batches_without_current_returns"), float(not current.any()), reduce="sum")
-        eta_u = self._on_learner(lambda l: next(iter(l._named_optimizers.values())).param_groups[0].get("eta_u"))
-        if eta_u is not None:
-            m.log_value((BLACKBOX, "eta_u"), float(eta_u), reduce="mean", window=1)
         if evals:
             m.log_value((BLACKBOX, "eval_return_mean"), float(np.mean(evals)), reduce="mean", window=1)
         for key, value in {**stats, **info}.items():

@@ -109,9 +109,8 @@ class ES(BlackBoxAlgorithm):
 
         g_hat, info = self.estimate_gradient(seed, rows)
         returns = self.row_returns(rows)
-        # DSGD's R(θ_u): the unperturbed returns when measured, else the batch mean (Eq. 23).
-        reward = float(np.mean(evals)) if evals else float(np.mean(returns))
-        stats = self.apply_update(g_hat, reward)
+        self.observe_evaluations(evals)  # DSGD's R̄
+        stats = self.apply_update(g_hat)
 
         self.log_batch(rows, since, busy_before)
         m = self.metrics

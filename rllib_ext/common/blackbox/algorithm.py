@@ -62,6 +62,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             "useful_runner_s": 0.0,
         }
         self._t_first_update = None  # wall clock of the first training_step (updates_per_s)
+        self.eval_return_ema: float | None = None  # R̄, DSGD's reward (observe_evaluations)
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.sampler = self.config.make_sampler(self.theta.size)
         self.publish()
@@ -197,8 +198,30 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 ok.append(r)
         return ok, failed
 
-    def apply_update(self, g_hat: np.ndarray, reward: float | None = None) -> dict[str, float]:
-        """Steps the learner's optimizer along ĝ, then publishes θ_{u+1}, u+1."""
+    def observe_evaluations(self, returns) -> None:
+        """Folds returns of the unperturbed θ into R̄, the running mean DSGD compares (Eq. 20–21).
+
+        One signal for every black-box algorithm: R̄ ← a·R̄ + (1 − a)·R per evaluation return R, in
+        the order they arrive, with a = ``eval_return_ema`` (the first return starts R̄). This is
+        how the authors' code feeds its step-size controller (an exponential running mean of
+        occasional unperturbed evaluations, AechPro/distrib-rl); paper 000 only says R(θ_u). DFD's
+        evaluations arrive asynchronously and may be of a θ a few updates old, as there.
+        """
+        a = float(self.config.eval_return_ema)
+        for r in returns:
+            r = float(r)
+            if np.isfinite(r):
+                self.eval_return_ema = r if self.eval_return_ema is None else a * self.eval_return_ema + (1 - a) * r
+
+    def apply_update(self, g_hat: np.ndarray) -> dict[str, float]:
+        """Steps the learner's optimizer along ĝ, then publishes θ_{u+1}, u+1.
+
+        DSGD is told R̄ (:meth:`observe_evaluations`) before the step, once per update; before the
+        first evaluation it gets nothing and leaves η_u at η0.
+        """
+        reward = self.eval_return_ema
+        if reward is not None:
+            self.metrics.log_value((BLACKBOX, "eval_return_ema"), reward, reduce="mean", window=1)
         stats = self._on_learner(lambda learner: learner.apply_gradient_estimate(g_hat, reward))
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.update_index += 1
@@ -271,6 +294,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             "batch_seed": self.batch_seed,
             "obs_filter": self.obs_filter.get_state(),
             "counters": dict(self.counters),
+            "eval_return_ema": self.eval_return_ema,
             "extra": self._extra_state(),
         }
         return state
@@ -284,6 +308,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             self.batch_seed = own["batch_seed"]
             self.obs_filter.set_state(own["obs_filter"])
             self.counters.update(own["counters"])
+            self.eval_return_ema = own.get("eval_return_ema")  # absent in checkpoints before it
             self._set_extra_state(own["extra"])
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.publish()

@@ -44,6 +44,9 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
       stochastic head while evaluating perturbations).
     - ``observation_filter`` with ``obs_clip`` (paper 000 App. A.2: standardize, clip to ±5).
     - ``eval_episodes``: episodes of the unperturbed θ_u per update (0 skips; paper 000 uses 10).
+      ``eval_return_ema`` (a, default 0.9): their returns R enter R̄ ← a·R̄ + (1 − a)·R, the one
+      reward DSGD compares in every black-box algorithm (``BlackBoxAlgorithm.observe_evaluations``);
+      ``optimizer="dsgd"`` therefore needs ``eval_episodes >= 1``.
     - ``jobs_in_flight_per_env_runner`` (≥ 2 hides the ~2 ms round trip),
       ``perturbations_per_call`` (several short episodes per remote call; ``"auto"`` sizes calls
       so that each runner gets about 4 calls per batch) and ``episodes_per_job`` (k episodes per
@@ -82,6 +85,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.observation_filter = True
         self.obs_clip = 5.0
         self.eval_episodes = 0
+        self.eval_return_ema = 0.9
         self.jobs_in_flight_per_env_runner = 2
         self.episodes_per_job = 1
         self.max_episode_steps = None
@@ -120,6 +124,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         observation_filter=NotProvided,
         obs_clip=NotProvided,
         eval_episodes=NotProvided,
+        eval_return_ema=NotProvided,
         jobs_in_flight_per_env_runner=NotProvided,
         episodes_per_job=NotProvided,
         max_episode_steps=NotProvided,
@@ -144,6 +149,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             observation_filter=observation_filter,
             obs_clip=obs_clip,
             eval_episodes=eval_episodes,
+            eval_return_ema=eval_return_ema,
             jobs_in_flight_per_env_runner=jobs_in_flight_per_env_runner,
             episodes_per_job=episodes_per_job,
             max_episode_steps=max_episode_steps,
@@ -191,6 +197,13 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(f"l2_coeff must be >= 0, got {self.l2_coeff}")
         if self.eval_episodes < 0:
             self._value_error(f"eval_episodes must be >= 0, got {self.eval_episodes}")
+        if not (isinstance(self.eval_return_ema, (int, float)) and 0 <= self.eval_return_ema < 1):
+            self._value_error(f"eval_return_ema must be a number in [0, 1), got {self.eval_return_ema!r}")
+        if str(self.optimizer).lower() == "dsgd" and self.eval_episodes < 1:
+            self._value_error(
+                "optimizer 'dsgd' compares the running mean of θ_u's evaluation returns (paper 000 Eq. 20–21, "
+                "as the authors feed it): set eval_episodes >= 1 (paper 000 uses 10)"
+            )
         if self.jobs_in_flight_per_env_runner < 1 or self.episodes_per_job < 1:
             self._value_error("jobs_in_flight_per_env_runner and episodes_per_job must be >= 1")
         if self.max_episode_steps is not None and not (

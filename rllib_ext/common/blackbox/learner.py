@@ -39,7 +39,8 @@ class BlackBoxLearner(TorchLearner):
         """One optimizer step along the ascent estimate ``g_hat`` (flat, θ's layout).
 
         Returns:
-            ``{"update_norm": ‖θ_{u+1} − θ_u‖, "grad_norm": ‖ĝ‖, "theta_norm": ‖θ_{u+1}‖}``.
+            ``{"update_norm": ‖θ_{u+1} − θ_u‖, "grad_norm": ‖ĝ‖, "theta_norm": ‖θ_{u+1}‖}``, and
+            ``"eta_u"``, DSGD's η for the next step, with DSGD.
 
         Raises:
             FloatingPointError: ``g_hat`` or the new θ is not finite (the iteration fails loudly
@@ -72,8 +73,12 @@ class BlackBoxLearner(TorchLearner):
                 f"{DEFAULT_MODULE_ID!r}, parameter(s) {', '.join(map(repr, nonfinite_parameters(module)))}); "
                 "refusing to publish it to the env runners"
             )
-        return {
+        stats = {
             "update_norm": float(torch.linalg.vector_norm(new_theta - theta)),
             "grad_norm": float(torch.linalg.vector_norm(g)),
             "theta_norm": float(torch.linalg.vector_norm(new_theta)),
         }
+        for optimizer in self._named_optimizers.values():
+            if optimizer.param_groups[0].get("eta_u") is not None:  # DSGD's step size after its update
+                stats["eta_u"] = float(optimizer.param_groups[0]["eta_u"])
+        return stats

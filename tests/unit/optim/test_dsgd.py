@@ -31,7 +31,7 @@ def test_dsgd_moves_eta_by_eps_times_eta0_by_default():
     steps = -np.diff([0.01, *etas])
     assert steps[1:25] == pytest.approx(np.full(24, 0.0308 * 0.01), rel=1e-9)  # ε1·η0 per update
     assert etas[24] > 0.0023 and etas[25] == pytest.approx(0.0023)  # at the floor after 25 moves
-    for _ in range(80):  # a flat reward never improves: back up by ε2·η0 per update
+    for _ in range(80):  # a flat reward (a return ceiling) never improves: back up by ε2·η0 per update
         opt.report_reward(1.0)
         set_random_grads(params, gen)
         opt.step()

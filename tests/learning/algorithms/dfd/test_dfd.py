@@ -6,7 +6,7 @@ from tests.builders import small_dfd_config
 
 
 def test_learns_the_variable_length_task(ray_session):
-    algo = small_dfd_config(optimizer="dsgd", lr=0.05).build_algo()
+    algo = small_dfd_config(optimizer="dsgd", lr=0.05, eval_episodes=2).build_algo()
     try:
         best = 0.0
         for _ in range(64):

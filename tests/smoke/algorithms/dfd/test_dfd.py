@@ -8,7 +8,7 @@ from tests.builders import small_dfd_config
 
 
 def test_train_checkpoint_round_trip_and_continue(ray_session, tmp_path):
-    algo = small_dfd_config(optimizer="dsgd", lr=0.05).build_algo()
+    algo = small_dfd_config(optimizer="dsgd", lr=0.05, eval_episodes=2).build_algo()
     try:
         result = algo.train()
         assert result["blackbox"]["update_index"] == 1
@@ -19,10 +19,13 @@ def test_train_checkpoint_round_trip_and_continue(ray_session, tmp_path):
         u, theta = algo.update_index, algo.theta.copy()
         history_keys = [k for k, _ in algo.history.get_state()["thetas"]]
         eta = algo._on_learner(lambda l: next(iter(l._named_optimizers.values())).state_dict()["dsgd"])
+        # DSGD compared R̄, the running mean of the evaluation returns (one signal with ES_EXT).
+        r_bar = algo.eval_return_ema
+        assert r_bar is not None and eta["rewards"][-1] == r_bar
     finally:
         algo.stop()
 
-    restored = small_dfd_config(optimizer="dsgd", lr=0.05).build_algo()
+    restored = small_dfd_config(optimizer="dsgd", lr=0.05, eval_episodes=2).build_algo()
     try:
         restored.restore_from_path(ckpt)
         assert restored.update_index == u
@@ -30,6 +33,7 @@ def test_train_checkpoint_round_trip_and_continue(ray_session, tmp_path):
         assert [k for k, _ in restored.history.get_state()["thetas"]] == history_keys
         np.testing.assert_array_equal(restored.history[u], theta)
         assert restored._on_learner(lambda l: next(iter(l._named_optimizers.values())).state_dict()["dsgd"]) == eta
+        assert restored.eval_return_ema == r_bar
         # Training continues from u (counters continue, not restart).
         result = restored.train()
         assert restored.update_index > u
