@@ -10,9 +10,10 @@ Paper 002 (``../shared/papers/002_0511cdacd6792c57.txt``): Tang, Choromanski, Ku
 2. ĝ^es,1, ĝ^es,γ (Eq. 4), ĝ^re,γ (Eq. 7), ĝ^cv = ĝ^es,1 + η ⊙ (ĝ^es,γ − ĝ^re,γ) (Eq. 8) with
    App. C.2's normalization (:mod:`~rllib_ext.algorithms.cves.cves_learner`); one optimizer step
    (Adam, lr 0.01) along ĝ^cv.
-3. η ← η − α_η · (2η⊙Y² + 2Y⊙X) (Eq. 9, one Monte-Carlo draw per update); if ``adapt_gamma``,
-   φ ← φ − α_φ ĝ_φ with γ = 1 − exp(φ) and ĝ_φ the ES estimate (Eq. 13) of ∇_φ ‖ĝ^cv(γ)‖² over
-   N_φ perturbed γ's, evaluated on the same rollouts (App. C.1).
+3. η ← η − α_η · (2/S)·mean_k(η⊙y_k² + y_k⊙x_k) over the S antithetic pairs of the batch (Eq. 9);
+   if ``adapt_gamma``, φ ← φ − α_φ ĝ_φ with γ = 1 − exp(φ) ≤ ``gamma_max`` and ĝ_φ the ES estimate
+   (Eq. 13) of ∇_φ ‖ĝ^cv(γ)‖² over N_φ perturbed γ's, evaluated on the same rollouts (App. C.1).
+4. The batch's mean reward sequence becomes the next batch's PG baseline (``pg_baseline``).
 
 ``control_variate=False`` turns CVES into ES with the same policy, normalization and sampler, so
 the paper's baselines are one switch away: vanilla (``sampler="antithetic"``), ORTHO
@@ -58,6 +59,12 @@ class CVESConfig(BlackBoxConfig):
         eta_init: Initial value of every coordinate of η (0: start as plain ES).
         adapt_gamma: Adapt γ = 1 − exp(φ) by ES on the variance (App. C.1); False freezes γ,
             which "sometimes" suffices (App. C.1) and ships one d-vector per episode, not 1 + N_φ.
+        gamma_max: The largest γ the adaptation may reach (default 0.995; at most 0.9999).
+            F(γ) = ‖ĝ^cv(γ)‖² keeps falling as γ → 1 once η → −1 (the estimator becomes
+            undiscounted REINFORCE), which §3.2 warns against ("set γ < 1 to stabilize the pg
+            components"); the paper's runs start at 0.99 and give no bound.
+        pg_baseline: ``"previous_batch"`` (default): ĝ^pg's weights minus the previous batch's
+            mean weights per time step (unbiased; cves_learner "Baseline"); ``"none"``: Eq. 5.
         phi_lr: α_φ (App. C.1: {1e-4, 1e-5, 1e-6}).
         phi_noise_stdev: σ_φ (App. C.1: 0.02).
         phi_num_perturbations: N_φ (App. C.1: 10), in antithetic pairs (even).
@@ -86,6 +93,8 @@ class CVESConfig(BlackBoxConfig):
         self.eta_lr = 1e-4
         self.eta_init = 0.0
         self.adapt_gamma = True
+        self.gamma_max = cv.DEFAULT_GAMMA_MAX
+        self.pg_baseline = "previous_batch"
         self.phi_lr = 1e-5
         self.phi_noise_stdev = 0.02
         self.phi_num_perturbations = 10
@@ -99,6 +108,8 @@ class CVESConfig(BlackBoxConfig):
         eta_lr=NotProvided,
         eta_init=NotProvided,
         adapt_gamma=NotProvided,
+        gamma_max=NotProvided,
+        pg_baseline=NotProvided,
         phi_lr=NotProvided,
         phi_noise_stdev=NotProvided,
         phi_num_perturbations=NotProvided,
@@ -110,6 +121,8 @@ class CVESConfig(BlackBoxConfig):
             eta_lr=eta_lr,
             eta_init=eta_init,
             adapt_gamma=adapt_gamma,
+            gamma_max=gamma_max,
+            pg_baseline=pg_baseline,
             phi_lr=phi_lr,
             phi_noise_stdev=phi_noise_stdev,
             phi_num_perturbations=phi_num_perturbations,
@@ -127,10 +140,14 @@ class CVESConfig(BlackBoxConfig):
             self._value_error(
                 f"CVES_EXT needs env_runner_cls to be a CVESEnvRunner (subclass), got {self.env_runner_cls!r}"
             )
-        if not cv.GAMMA_MIN <= self.gamma <= cv.GAMMA_MAX:
+        if not (isinstance(self.gamma_max, (int, float)) and cv.GAMMA_MIN < self.gamma_max <= cv.GAMMA_MAX):
+            self._value_error(f"gamma_max must be in ({cv.GAMMA_MIN}, {cv.GAMMA_MAX}], got {self.gamma_max!r}")
+        if not cv.GAMMA_MIN <= self.gamma <= self.gamma_max:
             self._value_error(
-                f"gamma (γ) must be in [{cv.GAMMA_MIN}, {cv.GAMMA_MAX}] (γ = 1 − exp(φ)), got {self.gamma}"
+                f"gamma (γ) must be in [{cv.GAMMA_MIN}, gamma_max={self.gamma_max}] (γ = 1 − exp(φ)), got {self.gamma}"
             )
+        if self.pg_baseline not in cv.PG_BASELINES:
+            self._value_error(f"pg_baseline must be one of {', '.join(cv.PG_BASELINES)}, got {self.pg_baseline!r}")
         for name in ("eta_lr", "phi_lr"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and value >= 0):
@@ -145,9 +162,16 @@ class CVESConfig(BlackBoxConfig):
         if self.control_variate:
             if self.policy_head in DETERMINISTIC_HEADS or not self.explore_perturbations:
                 self._value_error(
-                    "the control variate needs a stochastic policy (paper 002 §3.2): policy_head 'gaussian' or "
-                    f"'gaussian_2a' and explore_perturbations=True, got policy_head={self.policy_head!r}, "
+                    "the control variate needs a stochastic policy (paper 002 §3.2): policy_head 'gaussian' "
+                    f"and explore_perturbations=True, got policy_head={self.policy_head!r}, "
                     f"explore_perturbations={self.explore_perturbations}"
+                )
+            if self.policy_head == "gaussian_2a":
+                # Its std maps tanh outputs onto [0, 1]·half and can fall to ~1e-6: ∇log π ~ z/s then
+                # reaches ~1e6 and the η step 2α_η·Y² ≫ 2 diverges. §4's policy has a state-independent σ0.
+                self._value_error(
+                    "the control variate takes policy_head 'gaussian' (paper 002 §4: a state-independent σ0), "
+                    "not 'gaussian_2a', whose state-dependent std can collapse to ~1e-6 and blow up the η update"
                 )
 
 
@@ -170,6 +194,7 @@ class CVES(ES):
         self.phi = cv.phi_of(float(config.gamma))
         self._phi_sampler = make_sampler("antithetic", 1)
         self._eps_phi = np.zeros(0)
+        self.mean_rewards: np.ndarray | None = None  # r̄_t of the previous batch (PG baseline)
         super().setup(config)
         self.eta = np.full(self.theta.size, float(self.config.eta_init))
 
@@ -196,8 +221,14 @@ class CVES(ES):
 
     @override(BlackBoxAlgorithm)
     def make_payload(self) -> CVESPayload:
-        """(θ_u, filter state, γ's of update u) for every runner."""
-        return CVESPayload(theta=self.theta, filter_state=self.obs_filter.get_state(), gammas=self.gammas_to_evaluate())
+        """(θ_u, filter state, γ's of update u, their PG baseline) for every runner."""
+        gammas = self.gammas_to_evaluate()
+        baseline = None
+        if gammas is not None and self.config.pg_baseline == "previous_batch" and self.mean_rewards is not None:
+            baseline = cv.discounted_weights(self.mean_rewards, gammas)  # b_t(γ_j): mean w_t(γ_j) of batch u − 1
+        return CVESPayload(
+            theta=self.theta, filter_state=self.obs_filter.get_state(), gammas=gammas, pg_baseline=baseline
+        )
 
     @override(ES)
     def estimate_gradient(self, seed: int, rows: list[CVESResult]) -> tuple[np.ndarray, dict[str, float]]:
@@ -226,10 +257,12 @@ class CVES(ES):
             info.update(cv_var_es=est.var_es, cv_var_cv=est.var_cv, cv_var_ratio=est.var_cv / max(est.var_es, 1e-300))
         if np.isfinite(est.corr):
             info["cv_corr"] = est.corr
-        self.eta = cv.update_eta(self.eta, est.x, est.y[0], float(cfg.eta_lr))  # Eq. (9)
+        self.eta = cv.update_eta(self.eta, x, y[:, 0], float(cfg.eta_lr))  # Eq. (9), every pair
         if cfg.adapt_gamma:
             g_phi = cv.phi_gradient(est.f_gamma, self._eps_phi, float(cfg.phi_noise_stdev))  # Eq. (13)
-            self.phi = cv.update_phi(self.phi, g_phi, float(cfg.phi_lr))
+            self.phi = cv.update_phi(self.phi, g_phi, float(cfg.phi_lr), float(cfg.gamma_max))
+        if cfg.pg_baseline == "previous_batch":
+            self.mean_rewards = cv.mean_reward_sequence(np.stack([r.rewards for r in rows]))
             info["cv_phi_grad"] = g_phi
         if not np.all(np.isfinite(self.eta)):
             raise FloatingPointError("CVES_EXT: η became non-finite; lower eta_lr (α_η)")
@@ -237,9 +270,11 @@ class CVES(ES):
 
     @override(BlackBoxAlgorithm)
     def _extra_state(self) -> dict[str, Any]:
-        return {"eta": self.eta.copy(), "phi": self.phi}
+        return {"eta": self.eta.copy(), "phi": self.phi, "mean_rewards": self.mean_rewards}
 
     @override(BlackBoxAlgorithm)
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         self.eta = np.asarray(state["eta"], dtype=np.float64).copy()
         self.phi = float(state["phi"])
+        mean_rewards = state.get("mean_rewards")  # absent in checkpoints before the PG baseline
+        self.mean_rewards = None if mean_rewards is None else np.asarray(mean_rewards, dtype=np.float64)

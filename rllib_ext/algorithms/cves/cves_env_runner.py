@@ -11,7 +11,11 @@ a policy-gradient estimate ĝ^pg,γ at θ_i computed from the very rollout whose
   w_t(γ) = Σ_{t'≥t} γ^{t'} r_{t'} = γ^t · (discounted reward-to-go): the exact, unbiased
   gradient of J^γ (Eq. 1). The printed Eq. 5 weights the *undiscounted* reward-to-go by γ^t,
   which is biased for ∇J^γ when γ < 1 (see :func:`~rllib_ext.algorithms.cves.cves_learner.
-  discounted_weights`). No baseline is subtracted (the paper's "unbiased" PG).
+  discounted_weights`). With ``pg_baseline="previous_batch"`` (the default) the weights are
+  w_t(γ_j) − b_t(γ_j), b the driver's baseline from the previous batch (still unbiased; see
+  :mod:`~rllib_ext.algorithms.cves.cves_learner`, "Baseline"); with ``"none"``, Eq. 5's raw weights;
+- ``rewards``: r_t of the episode, zero-padded to the runner's step cap (float32): the driver's
+  next baseline is built from the batch's mean reward sequence.
 
 This is the one black-box job whose result is a d-vector (m of them): 4·m·d bytes per episode
 instead of ~100 (benchmarks/cves_bandwidth.py measures it).
@@ -40,7 +44,7 @@ import numpy as np
 import torch
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.cves.cves_learner import discounted_weights
+from rllib_ext.algorithms.cves.cves_learner import discounted_weights, subtract_baseline
 from rllib_ext.common.blackbox import BlackBoxEnvRunner
 from rllib_ext.common.blackbox.protocol import EpisodeResult, Payload
 from rllib_ext.common.policies import MLPPolicy
@@ -92,9 +96,11 @@ def policy_gradients(policy: MLPPolicy, obs: np.ndarray, actions: np.ndarray, we
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True, eq=False)
 class CVESPayload(Payload):
-    """θ_u, the filter state and the γ's whose PG terms the runners compute (None: CV off)."""
+    """θ_u, the filter state, the γ's whose PG terms the runners compute (None: CV off) and
+    the PG baseline b_t(γ_j) for them, shape [m, T_b] (None: no baseline)."""
 
     gammas: np.ndarray | None = None
+    pg_baseline: np.ndarray | None = None
 
 
 @dataclasses.dataclass(kw_only=True, slots=True)
@@ -103,11 +109,13 @@ class CVESResult(EpisodeResult):
 
     Attributes:
         return_gamma: J^{γ_j}(θ_u + σε) per γ_j, shape [m] (Eq. 1).
-        g_pg: ĝ^pg,γ_j per γ_j, shape [m, d] (Eq. 5).
+        g_pg: ĝ^pg,γ_j per γ_j, shape [m, d] (Eq. 5, minus the baseline's term).
+        rewards: r_t, zero-padded to the runner's step cap, shape [T_cap] (float32).
     """
 
     return_gamma: np.ndarray | None = None
     g_pg: np.ndarray | None = None
+    rewards: np.ndarray | None = None
 
 
 class CVESEnvRunner(BlackBoxEnvRunner):
@@ -121,6 +129,7 @@ class CVESEnvRunner(BlackBoxEnvRunner):
 
     def __init__(self, *, config, **kwargs):
         self.gammas: np.ndarray | None = None
+        self.pg_baseline: np.ndarray | None = None
         super().__init__(config=config, **kwargs)
 
     @override(BlackBoxEnvRunner)
@@ -130,8 +139,9 @@ class CVESEnvRunner(BlackBoxEnvRunner):
 
     @override(BlackBoxEnvRunner)
     def adopt(self, version: int, payload: CVESPayload) -> None:
-        """Adopts (θ_u, filter state, γ's) of update ``version``."""
+        """Adopts (θ_u, filter state, γ's, PG baseline) of update ``version``."""
         self.gammas = None if payload.gammas is None else np.asarray(payload.gammas, dtype=np.float64)
+        self.pg_baseline = payload.pg_baseline
         super().adopt(version, payload)
 
     @override(BlackBoxEnvRunner)
@@ -140,11 +150,15 @@ class CVESEnvRunner(BlackBoxEnvRunner):
         return {} if self.gammas is None else self._pg_terms()
 
     def _pg_terms(self) -> dict[str, Any]:
-        """J^{γ_j} and ĝ^pg,γ_j of the episode just recorded (Eq. 1, 5)."""
+        """J^{γ_j}, ĝ^pg,γ_j (Eq. 1, 5) and the rewards of the episode just recorded."""
         rec: TrajectoryRecorder = self.env
         steps = len(rec.rewards)
         obs = np.stack([self.obs_filter(o, record=False) for o in rec.observations[:steps]])
         weights = discounted_weights(np.asarray(rec.rewards), self.gammas)  # [m, T]
         self.sync_module()  # ∇ log π at θ_u + σε: the torch module must hold the perturbed θ
-        g_pg = policy_gradients(self.module.policy, obs, np.stack(rec.actions), weights)
-        return {"return_gamma": weights[:, 0], "g_pg": g_pg}  # w_0(γ) = J^γ
+        g_pg = policy_gradients(
+            self.module.policy, obs, np.stack(rec.actions), subtract_baseline(weights, self.pg_baseline)
+        )
+        rewards = np.zeros(max(self.step_cap, steps), dtype=np.float32)  # one length for every episode
+        rewards[:steps] = rec.rewards
+        return {"return_gamma": weights[:, 0], "g_pg": g_pg, "rewards": rewards}  # w_0(γ) = J^γ

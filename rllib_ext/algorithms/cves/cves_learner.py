@@ -12,10 +12,18 @@ Strategies via Structured Control Variates". Names follow the paper:
   (Eq. 7).
 - X = ĝ^es,1, Y = ĝ^es,γ − ĝ^re,γ (the control variate, E[Y] = 0 since both terms estimate
   ∇F^{σ,γ}, Eq. 6), and ĝ^cv = X + η ⊙ Y (Eq. 8).
-- η ∈ R^d: online gradient descent on the Monte-Carlo estimate of Eq. 9,
-  ∇_η V[ĝ^cv] = 2η ⊙ E[Y²] + 2E[Y ⊙ X]. With one batch (one draw of X, Y) per update the estimate
-  is 2η⊙Y² + 2Y⊙X = 2Y ⊙ ĝ^cv; its fixed point in expectation is η_p = −E[X_p Y_p]/E[Y_p²] =
-  −cov(X_p, Y_p)/V[Y_p] (E[Y] = 0), the per-coordinate optimum of App. A.
+- η ∈ R^d: online gradient descent on a Monte-Carlo estimate of Eq. 9,
+  ∇_η V[ĝ^cv] = 2η ⊙ E[Y²] + 2E[Y ⊙ X], from all S samples (antithetic pairs) of a batch:
+  (2/S)·mean_k(η⊙y_k² + y_k⊙x_k) (:func:`eta_gradient`). Its fixed point in expectation is
+  η_p = −cov(X_p, Y_p)/V[Y_p] (E[Y] = 0), the per-coordinate optimum of App. A. The paper does not
+  say how E[·] is estimated; the product of the batch means (one draw per update) has the same
+  expectation and far more noise.
+- **Baseline** (``pg_baseline``; not in the paper): ĝ^pg,γ weights ∇log π(a_t|s_t) by
+  w_t(γ) − b_t(γ), with b_t(γ) the mean w_t(γ) of the *previous* batch's episodes (zero reward
+  after an episode's end), computed by the driver for the current γ's and shipped with θ_u. It is
+  independent of the episode it is used in, so E[b_t ∇log π(a_t|s_t)] = 0: ĝ^pg stays unbiased
+  and the control variate keeps E[Y] = 0. Eq. 5 has none; without it, once η → −1 the estimator's
+  noise is REINFORCE's, whose weights on Pendulum are large negative rewards-to-go.
 - γ = 1 − exp(φ) (§3.2, App. C.1); φ is adapted by ES on F(γ) = Σ_i [ĝ^cv(γ)]_i² (Eq. 13) with
   N_φ perturbations φ + σ_φ ε_j, here antithetic pairs (so the constant part of F cancels exactly).
 
@@ -55,19 +63,25 @@ __all__ = [
     "discounted_weights",
     "eta_gradient",
     "gamma_of",
+    "mean_reward_sequence",
     "optimal_eta",
     "phi_gradient",
     "phi_of",
     "phi_perturbations",
     "return_scale",
+    "subtract_baseline",
     "update_eta",
     "update_phi",
 ]
 
 SHAPINGS = ("standardize", "centered_rank", "none")
-# γ = 1 − exp(φ) is kept in [GAMMA_MIN, GAMMA_MAX] (φ clipped): the PG terms need γ < 1 to stay
+#: ĝ^pg's baseline (module docstring, "Baseline"): none (Eq. 5 as printed) or the previous batch's.
+PG_BASELINES = ("previous_batch", "none")
+# γ = 1 − exp(φ) is kept in [GAMMA_MIN, gamma_max] (φ clipped): the PG terms need γ < 1 to stay
 # stable (§3.2), and a γ far below the horizon's scale makes the control variate useless.
+# GAMMA_MAX bounds the ``gamma_max`` setting (default DEFAULT_GAMMA_MAX, see CVESConfig).
 GAMMA_MIN, GAMMA_MAX = 0.5, 0.9999
+DEFAULT_GAMMA_MAX = 0.995
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,7 +106,38 @@ def discounted_weights(rewards: np.ndarray, gammas: np.ndarray) -> np.ndarray:
     r = np.asarray(rewards, dtype=np.float64)
     g = np.asarray(gammas, dtype=np.float64).reshape(-1, 1)
     discounted = g ** np.arange(len(r)) * r  # γ^{t'} r_{t'}
-    return np.ascontiguousarray(np.cumsum(discounted[:, ::-1], axis=1)[:, ::-1])  # Σ_{t' ≥ t}
+    return np.cumsum(discounted[:, ::-1], axis=1)[:, ::-1].copy()  # Σ_{t' ≥ t}; a copy: positive strides for torch
+
+
+def mean_reward_sequence(rewards: np.ndarray) -> np.ndarray:
+    """The mean over episodes of r_t (zero after an episode's end), trailing zeros dropped.
+
+    Args:
+        rewards: One row per episode, zero-padded to a common length, shape [n, T].
+
+    Returns:
+        float64 array [T'] (T' ≤ T), from which :func:`discounted_weights` gives the mean
+        w_t(γ) over the episodes for any γ (the weights are linear in the rewards).
+    """
+    mean = np.asarray(rewards, dtype=np.float64).reshape(len(rewards), -1).mean(0)
+    nonzero = np.flatnonzero(mean)
+    return mean[: nonzero[-1] + 1 if nonzero.size else 0]
+
+
+def subtract_baseline(weights: np.ndarray, baseline: np.ndarray | None) -> np.ndarray:
+    """w_t(γ_j) − b_t(γ_j) over an episode's T steps; b_t = 0 where the baseline is shorter.
+
+    Args:
+        weights: w_t(γ_j) of the episode, shape [m, T] (:func:`discounted_weights`).
+        baseline: b_t(γ_j), shape [m, T_b], or None (no baseline).
+    """
+    if baseline is None:
+        return weights
+    baseline = np.asarray(baseline, dtype=np.float64)
+    steps = min(weights.shape[1], baseline.shape[1])
+    out = weights.copy()
+    out[:, :steps] -= baseline[:, :steps]
+    return out
 
 
 def gamma_of(phi: float) -> float:
@@ -223,18 +268,25 @@ def cv_estimate(x: np.ndarray, y: np.ndarray, eta: np.ndarray) -> CVEstimate:
 # η (Eq. 9) and φ (App. C.1, Eq. 13).
 # ---------------------------------------------------------------------------------------------
 def eta_gradient(x: np.ndarray, y: np.ndarray, eta: np.ndarray) -> np.ndarray:
-    """One-draw Monte-Carlo estimate of ∇_η V[ĝ^cv] = 2η ⊙ E[Y²] + 2E[Y ⊙ X] (Eq. 9).
+    """Monte-Carlo estimate of ∇_η V[ĝ^cv] = 2η ⊙ E[Y²] + 2E[Y ⊙ X] (Eq. 9) from every sample.
+
+    X and Y are means of S independent samples x_k, y_k (single rows, or antithetic pairs), and
+    E[y] = 0, so E[Y²] = E[y²]/S and E[XY] = E[xy]/S. The estimate (2/S)·mean_k(η ⊙ y_k² + y_k ⊙ x_k)
+    therefore has the expectation of the one-draw estimate 2η ⊙ Y² + 2Y ⊙ X (same α_η scale) but
+    averages S products instead of one product of two means, whose S² − S cross terms are pure
+    noise. With S = 1 both are the same.
 
     Args:
-        x: A draw of X = ĝ^es,1, shape [d] (or [..., d] for several draws, averaged by the caller).
-        y: The same draw's control variate Y, shape [d].
+        x: Samples x_k of X = ĝ^es,1, shape [S, d] (or [d]: one draw).
+        y: The same samples' y_k of the control variate Y, shape [S, d] (or [d]).
         eta: η, shape [d].
     """
-    return 2.0 * eta * y**2 + 2.0 * y * x  # Eq. (9), paper 002 §3.2
+    x, y = np.atleast_2d(x), np.atleast_2d(y)
+    return 2.0 * (eta * y**2 + y * x).mean(0) / len(y)  # Eq. (9), paper 002 §3.2
 
 
 def update_eta(eta: np.ndarray, x: np.ndarray, y: np.ndarray, lr: float) -> np.ndarray:
-    """η ← η − α_η ∇_η V[ĝ^cv] (§3.2, "Coefficient η"), on one draw of (X, Y)."""
+    """η ← η − α_η ∇_η V[ĝ^cv] (§3.2, "Coefficient η"), on the samples of one batch (:func:`eta_gradient`)."""
     return eta - lr * eta_gradient(x, y, eta)
 
 
@@ -260,7 +312,7 @@ def phi_gradient(f_gamma: np.ndarray, eps_phi: np.ndarray, sigma_phi: float) -> 
     return float(es_gradient(f_gamma, eps_phi, sigma_phi)[0])  # Eq. (13), paper 002 App. C.1
 
 
-def update_phi(phi: float, grad: float, lr: float) -> float:
-    """φ ← φ − α_φ ĝ_φ (descent on the variance), kept so that γ ∈ [GAMMA_MIN, GAMMA_MAX]."""
-    lo, hi = phi_of(GAMMA_MAX), phi_of(GAMMA_MIN)
+def update_phi(phi: float, grad: float, lr: float, gamma_max: float = DEFAULT_GAMMA_MAX) -> float:
+    """φ ← φ − α_φ ĝ_φ (descent on the variance), kept so that γ ∈ [GAMMA_MIN, gamma_max]."""
+    lo, hi = phi_of(gamma_max), phi_of(GAMMA_MIN)
     return float(np.clip(phi - lr * grad, lo, hi))

@@ -20,6 +20,10 @@ from tests.builders import small_cves_config
         ({"phi_num_perturbations": 5}, "phi_num_perturbations"),
         ({"phi_noise_stdev": 0.0}, "phi_noise_stdev"),
         ({"episodes_per_batch": 9}, "must be even"),
+        ({"policy_head": "gaussian_2a"}, "not 'gaussian_2a'"),
+        ({"gamma_max": 1.0}, "gamma_max"),
+        ({"gamma": 0.999}, r"gamma_max=0.995"),
+        ({"pg_baseline": "critic"}, "pg_baseline"),
     ],
 )
 def test_invalid_settings_fail_validate(training, match):

@@ -19,7 +19,8 @@ def test_discounted_weights_are_gamma_t_times_the_discounted_reward_to_go():
 
 def test_gamma_phi_round_trip_and_clipping():
     assert cv.gamma_of(cv.phi_of(0.99)) == pytest.approx(0.99)
-    assert cv.gamma_of(cv.update_phi(cv.phi_of(0.99), 1e9, 1.0)) == pytest.approx(cv.GAMMA_MAX)
+    assert cv.gamma_of(cv.update_phi(cv.phi_of(0.99), 1e9, 1.0)) == pytest.approx(cv.DEFAULT_GAMMA_MAX)
+    assert cv.gamma_of(cv.update_phi(cv.phi_of(0.99), 1e9, 1.0, gamma_max=cv.GAMMA_MAX)) == pytest.approx(0.9999)
     assert cv.gamma_of(cv.update_phi(cv.phi_of(0.99), -1e9, 1.0)) == pytest.approx(cv.GAMMA_MIN)
     with pytest.raises(ValueError, match="γ"):
         cv.phi_of(1.0)
@@ -96,3 +97,42 @@ def test_phi_es_update_descends_the_variance_objective():
         grad = cv.phi_gradient(f(cv.phi_perturbations(phi, eps, sigma_phi)), eps, sigma_phi)  # Eq. 13
         phi = cv.update_phi(phi, grad, lr=0.05)
     assert phi == pytest.approx(phi_star, abs=0.05)
+
+
+def test_the_baseline_is_the_previous_batchs_mean_weight_per_time_step():
+    # Two episodes of lengths 3 and 2 (zero-padded to 4): r̄ = [2, 2, 1.5] (the padding's zeros dropped).
+    rewards = np.array([[1.0, 2.0, 3.0, 0.0], [3.0, 2.0, 0.0, 0.0]])
+    r_bar = cv.mean_reward_sequence(rewards)
+    np.testing.assert_allclose(r_bar, [2.0, 2.0, 1.5])
+    gammas = np.array([0.5, 1.0])
+    b = cv.discounted_weights(r_bar, gammas)  # the weights are linear in the rewards
+    mean_w = np.mean([cv.discounted_weights(r, gammas) for r in rewards], axis=0)
+    np.testing.assert_allclose(b, mean_w[:, :3])
+    # An episode longer than the baseline keeps its own weights past the baseline's end.
+    w = cv.discounted_weights([1.0, 1.0, 1.0, 1.0, 1.0], gammas)
+    out = cv.subtract_baseline(w, b)
+    np.testing.assert_allclose(out[:, :3], w[:, :3] - b)
+    np.testing.assert_allclose(out[:, 3:], w[:, 3:])
+    assert cv.subtract_baseline(w, None) is w
+    assert cv.mean_reward_sequence(np.zeros((2, 3))).size == 0
+
+
+def test_the_eta_update_uses_every_pair_with_the_one_draw_expectation():
+    rng = np.random.default_rng(1)
+    S, d = 5, 3
+    x, y, eta = rng.normal(size=(S, d)), rng.normal(size=(S, d)), rng.normal(size=d)
+    expected = 2.0 / S**2 * (eta * y**2 + y * x).sum(0)  # (2/S)·mean_k(η y_k² + y_k x_k)
+    np.testing.assert_allclose(cv.eta_gradient(x, y, eta), expected)
+    np.testing.assert_allclose(cv.update_eta(eta, x, y, 0.1), eta - 0.1 * expected)
+    # One sample: the one-draw form 2ηY² + 2YX.
+    np.testing.assert_allclose(cv.eta_gradient(x[0], y[0], eta), 2 * eta * y[0] ** 2 + 2 * y[0] * x[0])
+    # Same expectation as the one-draw estimate on the batch means, less spread: x = 1 + 0.8y + noise.
+    draws = 4000
+    ys = rng.normal(size=(draws, S, d))
+    xs = 1.0 + 0.8 * ys + rng.normal(size=(draws, S, d))
+    every = np.array([cv.eta_gradient(xs[r], ys[r], eta) for r in range(draws)])
+    one = np.array([cv.eta_gradient(xs[r].mean(0), ys[r].mean(0), eta) for r in range(draws)])
+    truth = 2 * eta / S + 2 * 0.8 / S  # 2η E[Y²] + 2 E[XY], E[Y²] = 1/S, E[XY] = 0.8/S
+    np.testing.assert_allclose(every.mean(0), truth, atol=4 * every.std(0).max() / np.sqrt(draws))
+    np.testing.assert_allclose(one.mean(0), truth, atol=4 * one.std(0).max() / np.sqrt(draws))
+    assert np.all(every.var(0) < 0.5 * one.var(0))
