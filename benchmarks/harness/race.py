@@ -8,6 +8,21 @@ Usage::
         --common '{"model_config": {"fcnet_hiddens": [64, 64]}, "num_env_runners": 1, ...}' \\
         --set IMPACT_EXT:circular_buffer_iterations_per_batch=8 ... [--target 450]
 
+Variants of one registered algorithm race under labels (``LABEL=NAME``; a plain ``NAME`` is
+``NAME=NAME``), and ``--record`` keeps metrics of the ``train()`` result along the curve::
+
+    .venv/bin/python -m benchmarks.harness.race --benchmark dfd_ablation --env CartPole-v1 \\
+        --algos "DFD+DSGD=DFD_EXT" "DFD+Adam=DFD_EXT" "FD+DSGD=DFD_EXT" "ES=ES_EXT" \\
+        --common '{"policy_hiddens": [32], "num_env_runners": 1}' \\
+        --set 'DFD+DSGD:optimizer="dsgd"' --set 'FD+DSGD:optimizer="dsgd"' \\
+        --set FD+DSGD:delayed_returns=false --record blackbox/eta_u \\
+        --budget-env-steps 200000 --eval-every-env-steps 20000
+
+The label is the entry's name everywhere: in ``--set LABEL:KEY=JSON``, the log, the row's
+``algorithm`` (so the report groups by it) and the error messages; labels are unique, a name may
+appear under several. The registered name is resolved through the registry and recorded in the
+row's ``settings["registered_algorithm"]``.
+
 Runs are interleaved (for each seed, every algorithm in turn), so a change in the machine's load
 hits every algorithm alike. Each run is built through the registry
 (:func:`rllib_ext.registry.resolve_algorithm_class`) from the algorithm's default config, the
@@ -19,6 +34,15 @@ curve's point. Wall time counts ``train()`` only (not building, not evaluating).
 is appended as one row (:mod:`benchmarks.harness.rows`) to
 ``benchmarks/results/<benchmark>/<race>.jsonl``; ``make bench-report`` draws the figures and
 the table.
+
+Along the curve (lists aligned with its points) the row's ``extra`` keeps:
+``train_return_mean`` (``env_runners/episode_return_mean`` of the latest ``train()``),
+``recorded[KEY]`` for each ``--record KEY`` (a '/'-separated path into the latest ``train()``
+result; the black-box family logs its own metrics at top level under ``blackbox/``, e.g.
+``blackbox/eta_u`` with the ``dsgd`` optimizer, ``blackbox/grad_norm``; RLlib's learners under
+``learners/default_policy/...``), and, for algorithms with an integer ``update_index`` (the
+black-box family), ``updates``: the updates computed so far. A missing or non-finite value, and
+every ``train()`` metric at the pre-training point, is null.
 
 Like with like, checked before any run starts (one error naming the setting):
 
@@ -65,6 +89,7 @@ import datetime
 import json
 import logging
 import math
+import numbers
 import os
 import sys
 import time
@@ -103,14 +128,16 @@ class Entry:
     """One algorithm of the race: its class, validated config and what the race set.
 
     Attributes:
-        name: Registered name.
+        label: The race's name of the entry (unique; the registered name unless labelled).
+        registered: Registered name (:func:`rllib_ext.registry.resolve_algorithm_class`).
         algo_cls: The Algorithm class.
         config: The validated config (the seed is set per run).
         settings: What the race applied (shared, own, threads) plus the execution settings.
         evaluate: ``f(algo, episodes) -> returns`` with deterministic actions.
     """
 
-    name: str
+    label: str
+    registered: str
     algo_cls: type
     config: Any
     settings: dict[str, Any]
@@ -147,8 +174,8 @@ def evaluate_on_blackbox_runner(algo, episodes: int) -> list[float]:
     return [float(ep.get_return()) for ep in played]
 
 
-def evaluator_for(name: str, algo_cls, config) -> Callable[[Any, int], list[float]]:
-    """The evaluation path of an algorithm, or a RaceError naming it."""
+def evaluator_for(label: str, algo_cls, config) -> Callable[[Any, int], list[float]]:
+    """The evaluation path of an algorithm, or a RaceError naming its label."""
     from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
     from rllib_ext.common.blackbox import BlackBoxAlgorithm
@@ -158,7 +185,7 @@ def evaluator_for(name: str, algo_cls, config) -> Callable[[Any, int], list[floa
     runner_cls = config.env_runner_cls or SingleAgentEnvRunner
     if config.is_multi_agent or not (isinstance(runner_cls, type) and issubclass(runner_cls, SingleAgentEnvRunner)):
         raise RaceError(
-            f"{name}: the race cannot evaluate it (env runner {getattr(runner_cls, '__name__', runner_cls)}, "
+            f"{label}: the race cannot evaluate it (env runner {getattr(runner_cls, '__name__', runner_cls)}, "
             f"multi-agent {config.is_multi_agent}); it evaluates single-agent RLlib env runners and the "
             "black-box family"
         )
@@ -174,35 +201,57 @@ def evaluator_for(name: str, algo_cls, config) -> Callable[[Any, int], list[floa
 # ---------------------------------------------------------------------------------------------
 # Planning: every check before Ray starts.
 # ---------------------------------------------------------------------------------------------
-def parse_own_settings(
-    parser: argparse.ArgumentParser, items: Sequence[str], algos: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    """``ALGO:KEY=JSON`` items as ``{algo: {key: value}}``; a malformed item is a usage error."""
-    own: dict[str, dict[str, Any]] = {a: {} for a in algos}
+def parse_algos(parser: argparse.ArgumentParser, items: Sequence[str]) -> dict[str, str]:
+    """``LABEL=NAME`` (or ``NAME``, meaning ``NAME=NAME``) items as ``{label: name}``, in order.
+
+    A bad label (empty, or with ':' or whitespace), an empty name or a repeated label is a usage
+    error.
+    """
+    algos: dict[str, str] = {}
     for item in items:
-        algo, sep, rest = item.partition(":")
-        if not sep or algo not in own:
-            parser.error(f"--set takes ALGO:KEY=JSON with ALGO one of {list(algos)}, got {item!r}")
-        own[algo].update(parse_set(parser, [rest], flag=f"--set {algo}:"))
+        label, sep, name = item.partition("=")
+        name = name if sep else label
+        if not name or not label or ":" in label or any(c.isspace() for c in label):
+            parser.error(
+                f"--algos takes LABEL=NAME or NAME, the label non-empty without ':' or whitespace, got {item!r}"
+            )
+        if label in algos:
+            parser.error(f"--algos labels must not repeat: {label!r} (give each variant its own LABEL=NAME)")
+        algos[label] = name
+    return algos
+
+
+def parse_own_settings(
+    parser: argparse.ArgumentParser, items: Sequence[str], labels: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """``LABEL:KEY=JSON`` items as ``{label: {key: value}}``; a malformed item is a usage error."""
+    own: dict[str, dict[str, Any]] = {label: {} for label in labels}
+    for item in items:
+        label, sep, rest = item.partition(":")
+        if not sep or label not in own:
+            parser.error(f"--set takes LABEL:KEY=JSON with LABEL one of {list(labels)}, got {item!r}")
+        own[label].update(parse_set(parser, [rest], flag=f"--set {label}:"))
     return own
 
 
 def plan(args, own: dict[str, dict[str, Any]]) -> list[Entry]:
-    """Builds and validates every algorithm's config; checks the race compares like with like.
+    """Builds and validates every entry's config; checks the race compares like with like.
+
+    ``args.algos`` is ``{label: registered name}`` (:func:`parse_algos`), ``own`` is keyed by label.
 
     Raises:
-        RaceError: Naming the algorithm or the setting at fault.
+        RaceError: Naming the entry's label or the setting at fault.
     """
     from rllib_ext import registry
     from rllib_ext.cli import CLIError, build_config
 
     variable = set(args.variable)
     common = args.common
-    for name, values in own.items():
+    for label, values in own.items():
         clash = sorted(set(values) & set(common) - variable)
         if clash:
             raise RaceError(
-                f"--set {name}:{clash[0]} overrides a --common setting; every algorithm gets the same "
+                f"--set {label}:{clash[0]} overrides a --common setting; every algorithm gets the same "
                 f"value (declare a deliberate difference with --variable {clash[0]})"
             )
     if len(args.algos) > 1 and not (set(NETWORK_KEYS) & (set(common) | variable)):
@@ -211,26 +260,26 @@ def plan(args, own: dict[str, dict[str, Any]]) -> list[Entry]:
             "so that every algorithm gets the same one"
         )
     entries = []
-    for name in args.algos:
+    for label, name in args.algos.items():
         algo_cls = registry.resolve_algorithm_class(name)
         if algo_cls is None:
-            raise RaceError(f"unknown algorithm {name!r}; known: {', '.join(registry.all_names())}")
-        overrides = {**common, **own[name]}
+            raise RaceError(f"{label}: unknown algorithm {name!r}; known: {', '.join(registry.all_names())}")
+        overrides = {**common, **own[label]}
         if hasattr(algo_cls.get_default_config(), "torch_num_threads"):
             overrides.setdefault("torch_num_threads", args.threads)
         try:
             config = build_config(algo_cls, args.env, overrides, seed=args.seeds[0])
-            evaluate = evaluator_for(name, algo_cls, config)
+            evaluate = evaluator_for(label, algo_cls, config)
             config.copy(copy_frozen=False).validate()
         except (CLIError, ValueError, TypeError) as e:
-            raise RaceError(f"{name}: {e}") from None
+            raise RaceError(f"{label}: {e}") from None
         execution = {key: _jsonable(getattr(config, key, None)) for key in EXECUTION_KEYS}
-        settings = {**overrides, "threads": args.threads, **execution}
-        entries.append(Entry(name, algo_cls, config, settings, evaluate))
+        settings = {**overrides, "threads": args.threads, **execution, "registered_algorithm": name}
+        entries.append(Entry(label, name, algo_cls, config, settings, evaluate))
     for key in EXECUTION_KEYS:
         if key in variable:
             continue
-        values = {e.name: e.settings[key] for e in entries}
+        values = {e.label: e.settings[key] for e in entries}
         if len({json.dumps(v, sort_keys=True) for v in values.values()}) > 1:
             shown = ", ".join(f"{n}={v!r}" for n, v in values.items())
             raise RaceError(f"execution setting {key} differs between the algorithms ({shown}): set it in --common")
@@ -256,7 +305,7 @@ def check_resources(entries: Sequence[Entry]) -> None:
         needed = cpus_needed(e.algo_cls, e.config)
         if needed > have:
             raise RaceError(
-                f"{e.name} needs {needed:g} CPUs but Ray has {have:g}: lower num_env_runners or raise --num-cpus"
+                f"{e.label} needs {needed:g} CPUs but Ray has {have:g}: lower num_env_runners or raise --num-cpus"
             )
 
 
@@ -272,6 +321,18 @@ def env_steps_of(result: dict[str, Any]) -> int:
     raise KeyError("num_env_steps_sampled_lifetime is not in the train() result")
 
 
+def metric_of(result: dict[str, Any], path: str) -> float | None:
+    """The value at the '/'-separated ``path`` of a ``train()`` result; None if missing or not finite."""
+    value: Any = result
+    for key in path.split("/"):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
 def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
     """Trains one algorithm with one seed to the budget, evaluating on the way; returns its row."""
     date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -282,18 +343,26 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
     build_s = time.perf_counter() - t0
     steps, wall, iterations = 0, 0.0, 0
     env_steps, wall_s, returns, episode_returns, train_returns = [], [], [], [], []
+    recorded: dict[str, list[float | None]] = {key: [] for key in args.record}
+    # The black-box family counts its updates (runs of one budget differ in how many they compute).
+    updates: list[int] | None = [] if isinstance(getattr(algo, "update_index", None), int) else None
 
-    def evaluate(train_return):
+    def evaluate(result):
+        """One curve point; ``result`` is the latest ``train()`` result ({} before training)."""
         rets = entry.evaluate(algo, args.eval_episodes)
         env_steps.append(steps)
         wall_s.append(round(wall, 3))
         returns.append(float(sum(rets) / len(rets)))
         episode_returns.append(rets)
-        train_returns.append(train_return)
-        log(f"  {entry.name} seed {seed}: {steps:>8d} env steps {wall:7.1f} s  eval return {returns[-1]:8.2f}")
+        train_returns.append(metric_of(result, "env_runners/episode_return_mean"))  # None until an episode ends
+        for key, values in recorded.items():
+            values.append(metric_of(result, key))
+        if updates is not None:
+            updates.append(int(algo.update_index))
+        log(f"  {entry.label} seed {seed}: {steps:>8d} env steps {wall:7.1f} s  eval return {returns[-1]:8.2f}")
 
     try:
-        evaluate(None)
+        evaluate({})
         next_eval = args.eval_every_env_steps
         while True:
             t = time.perf_counter()
@@ -305,9 +374,7 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
                 args.budget_s is not None and wall >= args.budget_s
             )
             if steps >= next_eval or done:
-                train_return = result.get("env_runners", {}).get("episode_return_mean")
-                finite = isinstance(train_return, (int, float)) and math.isfinite(train_return)
-                evaluate(float(train_return) if finite else None)  # NaN when no episode finished
+                evaluate(result)
                 next_eval = (steps // args.eval_every_env_steps + 1) * args.eval_every_env_steps
             if done:
                 break
@@ -320,7 +387,7 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
     return RunRow(
         benchmark=args.benchmark,
         race=race,
-        algorithm=entry.name,
+        algorithm=entry.label,
         env=args.env,
         seed=seed,
         settings=entry.settings,
@@ -341,6 +408,8 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
         extra={
             "eval_episode_returns": episode_returns,
             "train_return_mean": train_returns,
+            "recorded": recorded,
+            **({} if updates is None else {"updates": updates}),
             "iterations": iterations,
             "build_s": round(build_s, 2),
             "command": args.command_line,
@@ -353,7 +422,14 @@ def make_parser() -> argparse.ArgumentParser:
         prog="python -m benchmarks.harness.race",
         description="Race algorithms with identical shared settings; append one row per run.",
     )
-    p.add_argument("--algos", nargs="+", required=True, help="registered names (rllib list), e.g. IMPACT_EXT APPO")
+    p.add_argument(
+        "--algos",
+        nargs="+",
+        required=True,
+        metavar="[LABEL=]NAME",
+        help="registered names (rllib list), each optionally under a unique label naming the entry in --set, "
+        "the log and the rows, e.g. IMPACT_EXT APPO, or DFD+DSGD=DFD_EXT DFD+Adam=DFD_EXT",
+    )
     p.add_argument("--env", required=True, help="gymnasium env id")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--budget-env-steps", type=int, help="stop a run at this many env steps sampled")
@@ -361,9 +437,19 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-every-env-steps", type=int, required=True)
     p.add_argument("--eval-episodes", type=int, default=5)
     p.add_argument("--common", default="{}", help="JSON config applied to every algorithm (network, runners, sampler)")
-    p.add_argument("--set", action="append", default=[], metavar="ALGO:KEY=JSON", help="an algorithm's own setting")
+    p.add_argument("--set", action="append", default=[], metavar="LABEL:KEY=JSON", help="an entry's own setting")
     p.add_argument(
         "--variable", action="append", default=[], metavar="KEY", help="a setting the race varies on purpose"
+    )
+    p.add_argument(
+        "--record",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a metric of the train() result kept at each evaluation point (row extra.recorded[KEY]), a "
+        "'/'-separated path: the black-box family logs under blackbox/ (e.g. blackbox/eta_u with "
+        "optimizer dsgd, blackbox/grad_norm, blackbox/update_index), RLlib's learners under "
+        "learners/default_policy/...",
     )
     p.add_argument("--target", type=float, help="return counted as solved (time and env steps to it are reported)")
     p.add_argument("--benchmark", default="race", help="folder under benchmarks/results/")
@@ -384,15 +470,17 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
         value = getattr(args, flag)
         if value is not None and value <= 0:
             parser.error(f"--{flag.replace('_', '-')} must be > 0, got {value}")
-    if len(set(args.seeds)) != len(args.seeds) or len(set(args.algos)) != len(args.algos):
-        parser.error("--seeds and --algos must not repeat")
+    for flag in ("seeds", "record"):
+        if len(set(getattr(args, flag))) != len(getattr(args, flag)):
+            parser.error(f"--{flag} must not repeat")
+    args.algos = parse_algos(parser, args.algos)
     try:
         args.common = json.loads(args.common)
     except json.JSONDecodeError as e:
         parser.error(f"--common is not JSON ({e.msg})")
     if not isinstance(args.common, dict):
         parser.error("--common must be a JSON object")
-    own = parse_own_settings(parser, args.set, args.algos)
+    own = parse_own_settings(parser, args.set, list(args.algos))
     args.command_line = "python -m benchmarks.harness.race " + " ".join(_quote(a) for a in argv)
     return args, own
 
@@ -422,9 +510,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RaceError as e:
         print(f"race: error: {e}", file=sys.stderr)
         return 2
+    not_own = {*args.common, *EXECUTION_KEYS, "threads", "registered_algorithm"}
     for e in entries:
-        own_keys = sorted(set(e.settings) - set(args.common) - set(EXECUTION_KEYS) - {"threads"})
-        print(f"race: {e.name}: own settings {{{', '.join(f'{k}: {e.settings[k]!r}' for k in own_keys)}}}")
+        own_text = ", ".join(f"{k}: {e.settings[k]!r}" for k in sorted(set(e.settings) - not_own))
+        print(f"race: {e.label} ({e.registered}): own settings {{{own_text}}}")
     execution = {k: entries[0].settings[k] for k in EXECUTION_KEYS}
     print(f"race: shared settings {json.dumps(args.common, sort_keys=True)}; execution {json.dumps(execution)}")
     if args.dry_run:

@@ -79,11 +79,13 @@ class RunRow:
     Attributes:
         benchmark: Name of the benchmark (the folder under ``benchmarks/results/``).
         race: Id of the race the run belongs to (the runs compared with each other).
-        algorithm: Registered name, e.g. ``"IMPACT_EXT"`` or ``"APPO"``.
+        algorithm: The race's label of the algorithm, e.g. ``"IMPACT_EXT"`` or ``"DFD+DSGD"``: its
+            registered name unless the race raced variants of one algorithm under labels (the
+            registered name is then :attr:`registered_algorithm`).
         env: Env id.
         seed: ``config.debugging(seed=...)``.
         settings: Every setting the race applied (shared, the algorithm's own, threads) plus the
-            execution settings read back from the built config.
+            execution settings read back from the built config and ``registered_algorithm``.
         shared_keys: Keys of ``settings`` the race holds identical across its runs.
         variable: Keys the race varies on purpose (not checked for equality).
         protocol: Budget and evaluation protocol: ``budget_env_steps``, ``budget_s``,
@@ -92,7 +94,8 @@ class RunRow:
         date: ISO 8601 UTC time the run started.
         curve: The learning curve.
         target: Return the benchmark counts as solved (optional).
-        extra: Anything else measured (per-episode evaluation returns, build time, ...).
+        extra: Anything else measured (per-episode evaluation returns, build time, ...; lists
+            aligned with the curve: ``train_return_mean``, ``recorded[KEY]``, ``updates``).
         schema: Schema version of the row.
     """
 
@@ -115,6 +118,11 @@ class RunRow:
     def to_json(self) -> str:
         """The row as one line of JSON."""
         return json.dumps(dataclasses.asdict(self), sort_keys=True, allow_nan=False)
+
+    @property
+    def registered_algorithm(self) -> str:
+        """The registered name the run was built from (rows written before labels: ``algorithm``)."""
+        return self.settings.get("registered_algorithm", self.algorithm)
 
     @property
     def final_return(self) -> float:

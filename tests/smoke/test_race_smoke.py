@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from benchmarks.harness import race
+from benchmarks.harness.report import summary_table
 from benchmarks.harness.rows import read_all
 
 
@@ -24,3 +25,28 @@ def test_race_writes_one_row_per_run(ray_session, tmp_path):
     assert row.protocol["eval_episodes"] == 2
     # The same race id again is refused (rows are appended, never overwritten).
     assert race.main(argv) == 2
+
+
+def test_labelled_variants_record_metrics_along_the_curve(ray_session, tmp_path):
+    common = {"policy_hiddens": [8], "num_env_runners": 1, "episodes_per_batch": 4}
+    argv = ["--algos", "ES+Adam=ES_EXT", "ES+SGD=ES_EXT", "--env", "CartPole-v1", "--seeds", "0"]
+    argv += ["--budget-env-steps", "300", "--eval-every-env-steps", "150", "--eval-episodes", "1"]
+    argv += ["--common", json.dumps(common), "--set", 'ES+SGD:optimizer="sgd"']
+    argv += ["--record", "blackbox/grad_norm", "--record", "blackbox/update_index", "--record", "no/such/metric"]
+    argv += ["--benchmark", "smoke", "--race", "labels", "--results-dir", str(tmp_path)]
+    assert race.main(argv) == 0
+    adam, sgd = read_all(str(tmp_path))
+    assert (adam.algorithm, sgd.algorithm) == ("ES+Adam", "ES+SGD")
+    assert adam.registered_algorithm == sgd.registered_algorithm == "ES_EXT"
+    assert sgd.settings["optimizer"] == "sgd" and "optimizer" not in adam.settings
+    for row in (adam, sgd):
+        n = len(row.curve.env_steps)
+        recorded, updates = row.extra["recorded"], row.extra["updates"]
+        assert n >= 2 and len(updates) == n and all(len(v) == n for v in recorded.values())
+        assert updates[0] == 0 and updates[-1] >= 1 and updates == sorted(updates)
+        assert recorded["blackbox/update_index"][0] is None
+        assert recorded["blackbox/update_index"][1:] == [float(u) for u in updates[1:]]
+        assert all(v is not None and v >= 0 for v in recorded["blackbox/grad_norm"][1:])
+        assert recorded["no/such/metric"] == [None] * n
+    table = summary_table([adam, sgd], {})
+    assert "| ES+Adam | 1 |" in table and "| ES+SGD | 1 |" in table

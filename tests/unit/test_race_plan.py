@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
 from benchmarks.harness import race
+from benchmarks.harness.rows import append_row
 
 COMMON = {
     "model_config": {"fcnet_hiddens": [16]},
@@ -16,6 +18,8 @@ COMMON = {
     "num_learners": 0,
     "min_time_s_per_iteration": 1,
 }
+
+BASE = ["--algos", "APPO", "--env", "CartPole-v1", "--budget-env-steps", "100", "--eval-every-env-steps", "50"]
 
 
 def plan(*extra, common=COMMON, algos=("IMPACT_EXT", "APPO")):
@@ -79,16 +83,16 @@ def test_an_algorithm_the_race_cannot_evaluate_is_named():
     "argv, message",
     [
         (["--budget-env-steps", "0"], "must be > 0"),
-        (["--set", "APPO=1"], "ALGO:KEY=JSON"),
+        (["--set", "APPO=1"], "LABEL:KEY=JSON"),
         (["--set", "APPO:lr=x"], "not JSON"),
         (["--common", "[1]"], "JSON object"),
-        (["--seeds", "1", "1"], "must not repeat"),
+        (["--seeds", "1", "1"], "--seeds must not repeat"),
+        (["--record", "a/b", "--record", "a/b"], "--record must not repeat"),
     ],
 )
 def test_bad_arguments_are_usage_errors(argv, message, capsys):
-    base = ["--algos", "APPO", "--env", "CartPole-v1", "--budget-env-steps", "100", "--eval-every-env-steps", "50"]
     with pytest.raises(SystemExit) as e:
-        race.parse_args([*base, *argv])
+        race.parse_args([*BASE, *argv])
     assert e.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -104,3 +108,155 @@ def test_env_steps_of_reads_either_place():
     assert race.env_steps_of({"env_runners": {"num_env_steps_sampled_lifetime": 9}}) == 9
     with pytest.raises(KeyError):
         race.env_steps_of({})
+
+
+# ---------------------------------------------------------------------------------------------
+# Labelled variants of one registered algorithm.
+# ---------------------------------------------------------------------------------------------
+BLACKBOX = {"policy_hiddens": [8], "num_env_runners": 1}
+
+
+def test_labels_race_variants_of_one_algorithm():
+    args, _ = race.parse_args(["--algos", "DFD+DSGD=DFD_EXT", "DFD+Adam=DFD_EXT", "ES_EXT", *BASE[2:]])
+    assert args.algos == {"DFD+DSGD": "DFD_EXT", "DFD+Adam": "DFD_EXT", "ES_EXT": "ES_EXT"}
+    dsgd, adam, es = plan(
+        "--set",
+        'DFD+DSGD:optimizer="dsgd"',
+        common=BLACKBOX,
+        algos=("DFD+DSGD=DFD_EXT", "DFD+Adam=DFD_EXT", "ES_EXT"),
+    )
+    assert [e.label for e in (dsgd, adam, es)] == ["DFD+DSGD", "DFD+Adam", "ES_EXT"]
+    assert [e.registered for e in (dsgd, adam, es)] == ["DFD_EXT", "DFD_EXT", "ES_EXT"]
+    assert [e.settings["registered_algorithm"] for e in (dsgd, adam, es)] == ["DFD_EXT", "DFD_EXT", "ES_EXT"]
+    assert dsgd.algo_cls is adam.algo_cls
+    assert dsgd.settings["optimizer"] == dsgd.config.optimizer == "dsgd"
+    assert "optimizer" not in adam.settings and adam.config.optimizer == "adam"
+
+
+def test_like_with_like_checks_name_the_labels():
+    algos = ("A=ES_EXT", "B=ES_EXT")
+    with pytest.raises(race.RaceError, match="network in --common"):
+        plan(common={"num_env_runners": 1}, algos=algos)
+    with pytest.raises(race.RaceError, match=r"^--set B:num_env_runners overrides a --common setting"):
+        plan("--set", "B:num_env_runners=2", common=BLACKBOX, algos=algos)
+    common = {"policy_hiddens": [8]}
+    with pytest.raises(race.RaceError, match=r"num_env_runners differs .*\(A=1, B=2\).*--common"):
+        plan("--set", "A:num_env_runners=1", "--set", "B:num_env_runners=2", common=common, algos=algos)
+    with pytest.raises(race.RaceError, match="^X: unknown algorithm 'NOPE'"):
+        plan(common=BLACKBOX, algos=("A=ES_EXT", "X=NOPE"))
+    with pytest.raises(race.RaceError, match="^B: .*no config key 'not_a_key'"):
+        plan("--set", "B:not_a_key=1", common=BLACKBOX, algos=algos)
+
+
+@pytest.mark.parametrize(
+    "algos, message",
+    [
+        (["A=APPO", "A=PPO"], "labels must not repeat: 'A'"),
+        (["APPO", "APPO=APPO"], "labels must not repeat: 'APPO'"),
+        (["=APPO"], "LABEL=NAME or NAME"),
+        (["A="], "LABEL=NAME or NAME"),
+        (["A:B=APPO"], "without ':' or whitespace"),
+        (["A B=APPO"], "without ':' or whitespace"),
+    ],
+)
+def test_bad_labels_are_usage_errors(algos, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        race.parse_args(["--algos", *algos, *BASE[2:]])
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_set_takes_a_label():
+    args, own = race.parse_args(["--algos", "A=APPO", "B=APPO", *BASE[2:], "--set", "B:lr=0.1"])
+    assert own == {"A": {}, "B": {"lr": 0.1}}
+    with pytest.raises(SystemExit):
+        race.parse_args(["--algos", "A=APPO", *BASE[2:], "--set", "APPO:lr=0.1"])  # the label, not the name
+
+
+# ---------------------------------------------------------------------------------------------
+# What a run records along its curve (a fake algorithm: no Ray).
+# ---------------------------------------------------------------------------------------------
+class FakeAlgo:
+    """Trains 100 env steps per iteration; logs eta_u and a train return from the second on."""
+
+    logdir = "/nonexistent/race-test"
+
+    def __init__(self):
+        self.steps = 0
+
+    def train(self):
+        self.steps += 100
+        i = self.steps // 100
+        result = {"num_env_steps_sampled_lifetime": self.steps, "env_runners": {"episode_return_mean": math.nan}}
+        result["blackbox"] = {"grad_norm": float(i)}
+        if i > 1:
+            result["blackbox"]["eta_u"] = 0.5 / i
+            result["env_runners"]["episode_return_mean"] = 20.0
+        return result
+
+    def stop(self):
+        pass
+
+
+class FakeBlackBox(FakeAlgo):
+    """Counts its updates, two per iteration."""
+
+    def __init__(self):
+        super().__init__()
+        self.update_index = 0
+
+    def train(self):
+        self.update_index += 2
+        return super().train()
+
+
+class FakeConfig:
+    def __init__(self, algo_cls):
+        self.algo_cls = algo_cls
+
+    def copy(self, copy_frozen):
+        return self
+
+    def debugging(self, seed):
+        pass
+
+    def build_algo(self):
+        return self.algo_cls()
+
+
+def run_fake(tmp_path, algo_cls, *record):
+    argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
+    for key in record:
+        argv += ["--record", key]
+    args, _ = race.parse_args(argv)
+    settings = {"registered_algorithm": "ES_EXT"}
+    entry = race.Entry("L", "ES_EXT", algo_cls, FakeConfig(algo_cls), settings, lambda algo, k: [1.0] * k)
+    row = race.run_one(entry, 0, args, "r", log=lambda line: None)
+    append_row(str(tmp_path / "r.jsonl"), row)  # a row the reader accepts (None, not NaN)
+    return row
+
+
+def test_a_run_records_metrics_and_updates_along_its_curve(tmp_path):
+    row = run_fake(tmp_path, FakeBlackBox, "blackbox/eta_u", "blackbox/grad_norm", "x/y")
+    assert row.algorithm == "L" and row.registered_algorithm == "ES_EXT"
+    assert row.curve.env_steps == [0, 200, 300]
+    assert row.extra["recorded"] == {
+        "blackbox/eta_u": [None, 0.25, 0.5 / 3],
+        "blackbox/grad_norm": [None, 2.0, 3.0],
+        "x/y": [None, None, None],
+    }
+    assert row.extra["updates"] == [0, 4, 6]
+    assert row.extra["train_return_mean"] == [None, 20.0, 20.0]
+
+
+def test_updates_only_for_algorithms_that_count_them(tmp_path):
+    row = run_fake(tmp_path, FakeAlgo)
+    assert "updates" not in row.extra and row.extra["recorded"] == {}
+    assert len(row.curve.env_steps) == len(row.extra["train_return_mean"]) == 3
+
+
+def test_metric_of_reads_a_path():
+    result = {"a": {"b": 2, "nan": math.nan, "flag": True, "c": "x"}, "n": 1.5}
+    assert race.metric_of(result, "a/b") == 2.0 and race.metric_of(result, "n") == 1.5
+    for path in ("a/nan", "a/flag", "a/c", "a/missing", "n/deeper", "a"):
+        assert race.metric_of(result, path) is None

@@ -41,6 +41,12 @@ def test_write_then_read_round_trips(tmp_path):
     assert a.final_return == 30.0
 
 
+def test_the_registered_algorithm_of_a_labelled_row_and_of_an_old_row():
+    labelled = make_row(algorithm="DFD+DSGD", settings={"registered_algorithm": "DFD_EXT"})
+    assert labelled.registered_algorithm == "DFD_EXT"
+    assert make_row().registered_algorithm == "IMPACT_EXT"  # written before labels: the name is the label
+
+
 def test_machine_this_describes_the_machine():
     m = Machine.this()
     assert m.cores >= 1 and m.description
