@@ -146,7 +146,7 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
             lines += ["", f"Shared settings: `{json.dumps(shared, sort_keys=True)}`", ""]
             has_target = first.target is not None
             header = "| algorithm | seeds | final eval return, IQM [95% CI] | per-seed final (seed: return) "
-            header += "| env steps, wall s at the end (IQM) |"
+            header += "| env steps, wall s (, updates) at the end (IQM) |"
             if has_target:
                 header += f" reached (target {first.target:g}) | env steps to target | wall s to target |"
             lines += [header, "|---" * header.count(" | ") + "|---|"]
@@ -158,6 +158,8 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                     f"{_fmt(stats.iqm([r.curve.env_steps[-1] for r in runs]), 'steps')}, "
                     f"{_fmt(stats.iqm([r.curve.wall_s[-1] for r in runs]))}"
                 )
+                if all(r.extra.get("updates") for r in runs):  # the black-box family's update count u
+                    end += f", {stats.iqm([r.extra['updates'][-1] for r in runs]):.0f} updates"
                 line = f"| {algo} | {len(runs)} | {_interval(finals)} | {per_seed} | {end} |"
                 if has_target:
                     line += " {} | {} | {} |".format(*target_cells(runs))
@@ -256,6 +258,18 @@ MEASUREMENT_TABLES = {
             ("results_vs_ideal", "results / ideal", "{:.2f}"),
             ("driver_cpu_per_result_ms", "driver CPU per result (ms)", "{:.2f}"),
             ("r_sat", "runners at driver saturation", "{:.0f}"),
+        ),
+    },
+    "cves_variance": {
+        "title": "CV-ES gradient variance at a fixed θ (`benchmarks/cves_variance_real.py`)",
+        "keys": ("env", "pg_baseline", "gamma", "eta_lr", "batches"),
+        "values": (
+            ("var_es", "V[ĝ^es,1]", "{:.4g}"),
+            ("var_cv", "V[ĝ^cv]", "{:.4g}"),
+            ("ratio", "V[ĝ^cv]/V[ĝ^es,1]", "{:.3f}"),
+            ("logged_ratio", "per-batch ratio (logged)", "{:.3f}"),
+            ("var_re", "V[ĝ^re] (scaled)", "{:.4g}"),
+            ("eta_abs_mean", "mean |η|", "{:.3f}"),
         ),
     },
 }

@@ -113,7 +113,7 @@ def test_env_steps_of_reads_either_place():
 # ---------------------------------------------------------------------------------------------
 # Labelled variants of one registered algorithm.
 # ---------------------------------------------------------------------------------------------
-BLACKBOX = {"policy_hiddens": [8], "num_env_runners": 1}
+BLACKBOX = {"policy_hiddens": [8], "num_env_runners": 1, "eval_episodes": 1}  # DSGD compares evaluations
 
 
 def test_labels_race_variants_of_one_algorithm():

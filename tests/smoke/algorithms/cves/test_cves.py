@@ -1,4 +1,4 @@
-"""CVES_EXT on Ray: 2 iterations, checkpoint round trip (η, φ, optimizer), evaluate."""
+"""CVES_EXT on Ray: 2 iterations, checkpoint round trip (η, φ, PG baseline, optimizer), evaluate."""
 
 from __future__ import annotations
 
@@ -20,9 +20,15 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
             assert np.isfinite(bb[key]), key
         assert bb["cv_pg_bytes_per_episode"] == 4 * d * (1 + 10)  # ĝ^pg for γ and the N_φ = 10 perturbed γ's
         assert np.any(algo.eta != 0) and algo.phi != cv.phi_of(0.99)
+        # The next batch's PG baseline: the last batch's mean reward per step, for every γ shipped.
+        payload = algo.make_payload()
+        assert algo.mean_rewards.size >= 5
+        assert payload.pg_baseline.shape == (len(payload.gammas), algo.mean_rewards.size)
+        np.testing.assert_allclose(payload.pg_baseline, cv.discounted_weights(algo.mean_rewards, payload.gammas))
         ckpt = str(tmp_path / "ckpt")
         algo.save_to_path(ckpt)
         theta, u, eta, phi = algo.theta.copy(), algo.update_index, algo.eta.copy(), algo.phi
+        mean_rewards = algo.mean_rewards.copy()
         opt_state = algo._on_learner(lambda l: next(iter(l._named_optimizers.values())).state_dict())
     finally:
         algo.stop()
@@ -33,6 +39,7 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
         np.testing.assert_array_equal(restored.theta, theta)
         np.testing.assert_array_equal(restored.eta, eta)
         assert restored.phi == phi and restored.update_index == u
+        np.testing.assert_array_equal(restored.mean_rewards, mean_rewards)
         opt_restored = restored._on_learner(lambda l: next(iter(l._named_optimizers.values())).state_dict())
         for key, value in opt_state["state"][0].items():  # Adam's moments of the first parameter
             np.testing.assert_array_equal(np.asarray(opt_restored["state"][0][key]), np.asarray(value))
