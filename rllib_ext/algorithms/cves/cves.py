@@ -261,9 +261,9 @@ class CVES(ES):
         if cfg.adapt_gamma:
             g_phi = cv.phi_gradient(est.f_gamma, self._eps_phi, float(cfg.phi_noise_stdev))  # Eq. (13)
             self.phi = cv.update_phi(self.phi, g_phi, float(cfg.phi_lr), float(cfg.gamma_max))
+            info["cv_phi_grad"] = g_phi
         if cfg.pg_baseline == "previous_batch":
             self.mean_rewards = cv.mean_reward_sequence(np.stack([r.rewards for r in rows]))
-            info["cv_phi_grad"] = g_phi
         if not np.all(np.isfinite(self.eta)):
             raise FloatingPointError("CVES_EXT: η became non-finite; lower eta_lr (α_η)")
         return est.g_cv.astype(np.float32), info
