@@ -36,7 +36,11 @@ JOB_ROWS = 1 << 20
 
 
 class DFDConfig(BlackBoxConfig):
-    """Config of DFD_EXT (paper 000 Table 3 defaults; other settings on :class:`BlackBoxConfig`).
+    """Config of DFD_EXT; other settings on :class:`BlackBoxConfig`.
+
+    σ, N, η0, U_max, the network and the observation filter default to paper 000 Table 3's values;
+    the optimizer (Adam, not DSGD) and the policy head (deterministic, not the 2A Gaussian) do not:
+    ``configs/dfd.yaml`` sets Table 3's and says why each differs.
 
     Args (``training()``):
         u_max: U_max, the largest delay n_i whose return is still used (Table 3: 3).

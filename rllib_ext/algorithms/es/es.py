@@ -33,8 +33,10 @@ MAX_FAILURES_PER_BATCH_FACTOR = 3
 class ESConfig(BlackBoxConfig):
     """Config of ES_EXT; every setting is documented on :class:`BlackBoxConfig`.
 
-    Defaults follow paper 000 Table 3: σ 0.02, N 40, Adam with η 0.01, 64-64 tanh policy,
-    observation standardization clipped to ±5.
+    σ 0.02, N 40, Adam with η 0.01, the 64-64 tanh network and observation standardization clipped
+    to ±5 are paper 000 Table 3's. The policy head (deterministic) and the return shaping (centered
+    ranks) are Salimans et al.'s ES; ``configs/es.yaml`` sets Table 3's (2A Gaussian, standardized
+    returns, 10 evaluation episodes) and says why each differs.
 
     Example:
         >>> from rllib_ext import ESConfig
