@@ -169,3 +169,31 @@ def test_the_pg_baseline_keeps_the_gradient_unbiased_and_cuts_its_variance():
     assert abs(raw.mean() - 1.0) < 4 * raw.std() / np.sqrt(n)
     assert raw.var() == pytest.approx(1e6 + 2, rel=0.1)
     assert based.var() < 3.0  # ≈ 2 + 1/n_prev: a 3e5-fold reduction
+
+
+def test_the_runner_pg_is_eq5_at_the_perturbed_theta_minus_the_shipped_baseline():
+    """ĝ^pg of a result is Σ_t (w_t(γ) − b_t(γ)) ∇log π_{θ_u+σε_i}(a_t|s_t) of that episode, recomputed
+    here from the recorded trajectory with a fresh policy holding θ_u + σε_i (not θ_u); the rewards
+    come back zero-padded to the step cap."""
+    runner = local_runner()
+    gammas = np.array([0.9, 0.5])
+    baseline = np.array([[3.0, 2.0, 1.0], [1.5, 1.0, 0.5]])
+    p = payload(runner, gammas)
+    runner.adopt(0, type(p)(theta=p.theta, filter_state=p.filter_state, gammas=gammas, pg_baseline=baseline))
+    result = runner.run_jobs(call(0, 2)).results[1]  # the recorder holds this (the last) episode
+    rec = runner.env
+    steps = len(rec.rewards)
+    np.testing.assert_array_equal(result.rewards[:steps], np.asarray(rec.rewards, dtype=np.float32))
+    assert result.rewards.shape == (runner.step_cap,) and not result.rewards[steps:].any()
+    theta_i = runner.perturbed_theta(3, 2, 1)
+    assert not np.allclose(theta_i, p.theta)
+    obs_dim, action_space = runner.env.observation_space.shape[0], runner.env.action_space
+    policy = MLPPolicy(obs_dim, action_space, hiddens=[8], activation="relu", head="gaussian")
+    policy.set_flat(theta_i)
+    weights = cv_learner.subtract_baseline(cv_learner.discounted_weights(rec.rewards, gammas), baseline)
+    obs = np.stack(rec.observations[:steps]).astype(np.float32)  # no observation filter in §4
+    expected = policy_gradients(policy, obs, np.stack(rec.actions), weights)
+    np.testing.assert_allclose(result.g_pg, expected, rtol=1e-5, atol=1e-6)
+    at_theta_u = MLPPolicy(obs_dim, action_space, hiddens=[8], activation="relu", head="gaussian")
+    at_theta_u.set_flat(p.theta)
+    assert not np.allclose(result.g_pg, policy_gradients(at_theta_u, obs, np.stack(rec.actions), weights), rtol=1e-3)
