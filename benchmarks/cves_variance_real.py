@@ -11,7 +11,7 @@ is measured in turn, ``--repeats`` times (interleaved); every measurement is one
 ``benchmarks/results/measurements/cves_variance/<date>.jsonl`` (``make bench-report`` tabulates
 them).
 
-    python benchmarks/cves_variance_real.py --env Pendulum-v1 --batches 60 --repeats 1
+    .venv/bin/python -m benchmarks.cves_variance_real --env Pendulum-v1 --batches 60 --repeats 1
 
 Learning curves (CV vs vanilla / ORTHO / GCMC / QMC) are a race of the harness; the command is in
 ``docs/algorithms/cves_ext.md``.
@@ -69,7 +69,8 @@ def measure(env: str, batches: int, runners: int, eta_lr: float, gamma: float, p
             res.append(g_pg[:, 0].astype(np.float64).mean(0) / scale)  # ĝ^re,γ on the CV's scale
             logged.append(est.var_cv / est.var_es)
             algo.estimate_gradient(seed, rows)  # η (every pair) and the next PG baseline, as in training
-            algo.publish()  # θ unchanged; the runners get the new baseline
+            algo.update_index += 1  # θ unchanged, but a new version: runners adopt a payload per version
+            algo.publish()  # ... and so get the new baseline
     finally:
         algo.stop()
     half = batches // 2
