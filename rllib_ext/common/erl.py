@@ -91,6 +91,8 @@ class ERLConfig(BlackBoxConfig):
 
     supported_actions = (CONTINUOUS,)  # TD3: a 1-d Box
 
+    optimizer_steps_theta = False  # ``optimizer`` is the TD3 networks'; μ, σ² follow the ES rules
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
         self.sigma_init = 1e-3

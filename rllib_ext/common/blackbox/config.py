@@ -199,7 +199,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(f"eval_episodes must be >= 0, got {self.eval_episodes}")
         if not (isinstance(self.eval_return_ema, (int, float)) and 0 <= self.eval_return_ema < 1):
             self._value_error(f"eval_return_ema must be a number in [0, 1), got {self.eval_return_ema!r}")
-        if str(self.optimizer).lower() == "dsgd" and self.eval_episodes < 1:
+        if self.optimizer_steps_theta and str(self.optimizer).lower() == "dsgd" and self.eval_episodes < 1:
             self._value_error(
                 "optimizer 'dsgd' compares the running mean of θ_u's evaluation returns (paper 000 Eq. 20–21, "
                 "as the authors feed it): set eval_episodes >= 1 (paper 000 uses 10)"
@@ -228,6 +228,10 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(
                 "black-box algorithms evaluate θ_u themselves: use eval_episodes, not evaluation_interval"
             )
+
+    #: Whether ``optimizer`` steps θ along the black-box estimate, so that DSGD is fed R̄ from the
+    #: evaluation episodes (ERL's optimizer trains its TD3 networks instead).
+    optimizer_steps_theta = True
 
     #: Action-space kinds the family takes (ERL's TD3 part narrows it to continuous).
     supported_actions = (DISCRETE, CONTINUOUS)

@@ -150,7 +150,7 @@ def test_the_pg_baseline_keeps_the_gradient_unbiased_and_cuts_its_variance():
     baseline b = mean reward of an earlier, independent batch gives about 2 + 1/n_prev.
     """
     policy = bandit_policy(mean_unit=0.0, std=0.01)
-    K, n_prev, n = 10.0, 100, 4000
+    K, n_prev, n = 10.0, 100, 1500
     obs = np.zeros((1, 2), dtype=np.float32)
     gen = torch.Generator().manual_seed(2)
     prev = np.stack([policy.act(obs[0], explore=True, generator=gen) for _ in range(n_prev)])[:, 0] + K
@@ -167,7 +167,7 @@ def test_the_pg_baseline_keeps_the_gradient_unbiased_and_cuts_its_variance():
     raw, based = np.array(raw), np.array(based)
     assert abs(based.mean() - 1.0) < 4 * based.std() / np.sqrt(n)  # unbiased: μ' = 1 at β = 0
     assert abs(raw.mean() - 1.0) < 4 * raw.std() / np.sqrt(n)
-    assert raw.var() == pytest.approx(1e6 + 2, rel=0.1)
+    assert raw.var() == pytest.approx(1e6 + 2, rel=0.15)
     assert based.var() < 3.0  # ≈ 2 + 1/n_prev: a 3e5-fold reduction
 
 

@@ -37,3 +37,9 @@ def test_dsgd_without_evaluation_episodes_is_rejected_before_actors_start(config
 def test_eval_return_ema_must_be_in_the_unit_interval():
     with pytest.raises(ValueError, match=r"eval_return_ema must be a number in \[0, 1\)"):
         ESConfig().environment("CartPole-v1").training(eval_return_ema=1.0).validate()
+
+
+def test_erl_configs_are_not_held_to_it_their_optimizer_trains_td3():
+    from rllib_ext import CEMRLConfig
+
+    assert not CEMRLConfig.optimizer_steps_theta and ESConfig.optimizer_steps_theta
