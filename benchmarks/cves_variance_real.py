@@ -33,6 +33,7 @@ import rllib_ext  # noqa: F401
 from benchmarks.harness.rows import Machine
 from rllib_ext import CVESConfig
 from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.algorithms.cves.one_step_mdp import total_variance
 
 
 def measure(env: str, batches: int, runners: int, eta_lr: float, gamma: float, pg_baseline: str) -> dict:
@@ -73,16 +74,12 @@ def measure(env: str, batches: int, runners: int, eta_lr: float, gamma: float, p
             algo.publish()  # ... and so get the new baseline
     finally:
         algo.stop()
-    half = batches // 2
-
-    def across(draws):
-        return float(np.var(draws[half:], axis=0, ddof=1).sum())
-
-    var_es, var_cv = across(xs), across(cvs)
+    half = batches // 2  # across-batch Σ_p V[·_p] of the measured half (§3.4's variance)
+    var_es, var_cv = total_variance(np.array(xs[half:])), total_variance(np.array(cvs[half:]))
     return {
         "var_es": var_es,
         "var_cv": var_cv,
-        "var_re": across(res),
+        "var_re": total_variance(np.array(res[half:])),
         "ratio": var_cv / var_es,
         "logged_ratio": float(np.mean(logged[half:])),
         "eta_abs_mean": float(np.abs(algo.eta).mean()),

@@ -42,4 +42,4 @@ def test_eval_return_ema_must_be_in_the_unit_interval():
 def test_erl_configs_are_not_held_to_it_their_optimizer_trains_td3():
     from rllib_ext import CEMRLConfig
 
-    assert not CEMRLConfig.optimizer_steps_theta and ESConfig.optimizer_steps_theta
+    CEMRLConfig().environment("Pendulum-v1").training(optimizer="dsgd").validate()  # eval_episodes 0
