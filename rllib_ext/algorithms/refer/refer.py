@@ -73,7 +73,12 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         n_start: N_start, the steps stored before the first gradient step (App. C); the paper
             gives no value for the Gym tasks, 2^17 here (half of N; smarties' examples).
         steps_per_update: F, env steps per gradient step; 1.
-        per_alpha, per_beta: α and β of rank-based PER (Schaul et al. 2016: 0.7, 0.5).
+        per_alpha, per_beta: α and the initial β of rank-based PER (Schaul et al. 2016: 0.7,
+            0.5).
+        per_beta_anneal_steps: Gradient steps over which PER's β rises linearly from
+            ``per_beta`` to 1 (Schaul et al. 2016 §3.4 anneal it to 1 by the end of learning);
+            5·10^6, the length of the paper's MuJoCo runs (smarties' ``totNumSteps``) at F = 1.
+            Set it to the run's length for shorter runs.
         optimizer: ``"adam"`` (default) or any name of ``rllib_ext.optim`` ("sgd", "msgd",
             "dsgd"); ``optimizer_kwargs`` go to its constructor; the learning rate is ``lr``,
             annealed with Eq. (13).
@@ -107,6 +112,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.steps_per_update = 1.0
         self.per_alpha = 0.7
         self.per_beta = 0.5
+        self.per_beta_anneal_steps = 5_000_000
         self.optimizer = "adam"
         self.optimizer_kwargs = {}
         self.reward_scale_interval = 1000
@@ -130,6 +136,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         steps_per_update: float | None = NotProvided,
         per_alpha: float | None = NotProvided,
         per_beta: float | None = NotProvided,
+        per_beta_anneal_steps: int | None = NotProvided,
         optimizer: str | None = NotProvided,
         optimizer_kwargs: dict[str, Any] | None = NotProvided,
         reward_scale_interval: int | None = NotProvided,
@@ -175,6 +182,12 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(f"`n_start` (N_start) must be an integer in [1, replay_capacity], got {self.n_start!r}")
         if not is_number(self.steps_per_update) or self.steps_per_update <= 0:
             self._value_error(f"`steps_per_update` (F) must be > 0, got {self.steps_per_update!r}")
+        if not is_number(self.per_beta) or not 0.0 <= self.per_beta <= 1.0:
+            self._value_error(f"`per_beta` (PER's initial β) must be in [0, 1], got {self.per_beta!r}")
+        if not is_integer(self.per_beta_anneal_steps) or self.per_beta_anneal_steps < 1:
+            self._value_error(
+                f"`per_beta_anneal_steps` must be an integer >= 1 (gradient steps), got {self.per_beta_anneal_steps!r}"
+            )
         check_torch_num_threads(self)
         if not is_integer(self.reward_scale_interval) or self.reward_scale_interval < 1:
             self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")

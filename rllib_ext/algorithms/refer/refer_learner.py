@@ -10,7 +10,7 @@ receives the env runners' episode chunks and runs Algorithm 1 from "store" to "u
   and training starts; t counts env steps from then on (Algorithm 1's warm-up loop does not
   advance t);
 * one gradient step per F env steps; each: refresh σ_r every ``reward_scale_interval`` steps
-  (Eq. 16), anneal c_max and η to t = F·k (Eq. 13), sample B steps, ``Learner.update`` (the
+  (Eq. 16), anneal c_max and η to t = F·k (Eq. 13) and PER's β to k, sample B steps, ``Learner.update`` (the
   algorithm's loss applies Rules 1-2), write ρ/V/targets back (hook :meth:`_write_back`),
   update β from n_far/N (Eq. 12).
 
@@ -36,6 +36,7 @@ from ray.rllib.utils.typing import StateDict
 from rllib_ext.algorithms.refer.refer import _refer_eta
 from rllib_ext.common.replay import ReFER, ReplayMemory
 from rllib_ext.common.replay.episodes import EpisodeAssembler
+from rllib_ext.common.replay.memory import per_beta_schedule
 
 STATE_KEY = "refer"
 
@@ -51,6 +52,7 @@ ZEROED_KEY = "zeroed_grad_fraction"
 BATCH_FAR_KEY = "batch_far_policy_fraction"
 MEAN_RHO_KEY = "mean_rho"
 DROPPED_EPISODES_KEY = "episodes_dropped_unfinished_lifetime"
+PER_BETA_KEY = "per_beta"
 
 
 class ReFERLearner(Learner):
@@ -117,6 +119,8 @@ class ReFERLearner(Learner):
         m.log_value((ALL_MODULES, NUM_GRAD_STEPS_KEY), self._k, window=1)
         m.log_value((ALL_MODULES, REWARD_SCALE_KEY), self.memory.reward_scale, window=1)
         m.log_value((ALL_MODULES, DROPPED_EPISODES_KEY), self.assembler.num_dropped_episodes, window=1)
+        if self.config.replay_mode == "per":
+            m.log_value((ALL_MODULES, PER_BETA_KEY), self.memory.per_beta, window=1)
         return {
             "results": m.reduce(),
             "num_updates": num_updates,
@@ -130,6 +134,8 @@ class ReFERLearner(Learner):
             self.memory.update_reward_scale()  # App. B, Eq. (16)
         self.refer.t = int(c.steps_per_update * self._k)  # t = F·k for Eq. (13)
         self._set_learning_rate_factor(self.refer.lr / self.refer.eta)  # η(t), Eq. (13)
+        if c.replay_mode == "per":  # PER's β → 1 (Schaul et al. 2016 §3.4)
+            self.memory.per_beta = per_beta_schedule(c.per_beta, self._k, c.per_beta_anneal_steps)
         sample = self.memory.sample(c.train_batch_size_per_learner)
         self._stash = {}
         Learner.update(self, batch=self._to_batch(sample), _no_metrics_reduce=True)

@@ -15,7 +15,10 @@ the bootstrap value V(s_T) (0 after a terminal state).
 * Sampling: B uniform time steps (``er``, ``refer``, ``refer1``, ``refer2``) or rank-based
   prioritized (``per``, Schaul et al. 2016: P(i) ∝ rank(i)^-α by |TD error|, importance
   weights (N·P(i))^-β normalized by their maximum; ranks are re-sorted when episodes enter or
-  leave and every ``per_resort_interval`` write-backs). RLlib's
+  leave and every ``per_resort_interval`` write-backs). New steps get the largest stored |TD
+  error| (1 in an empty memory) and win ties, so they rank first, as Schaul et al.'s new
+  transitions get the maximal priority; the learner anneals β to 1 with
+  :func:`per_beta_schedule`. RLlib's
   ``PrioritizedEpisodeReplayBuffer`` is proportional (not rank-based) and samples episode
   chunks without per-step write-back of ρ and V, so it does not fit here.
 * :meth:`write_back` takes the new ρ and V of a minibatch and corrects V̂^tbc of the sampled
@@ -39,9 +42,24 @@ import numpy as np
 from rllib_ext.common.replay.retrace import retrace_tbc
 from rllib_ext.common.replay.rules import REPLAY_MODES, near_policy_mask
 
-__all__ = ["ReplayMemory"]
+__all__ = ["ReplayMemory", "per_beta_schedule"]
 
 EPS = 1e-7  # ε of App. B
+
+
+def per_beta_schedule(beta0: float, step: int, horizon: int) -> float:
+    """PER's importance-sampling exponent β, annealed linearly from β_0 to 1 over ``horizon`` steps.
+
+    Schaul et al. (2016, §3.4) anneal β from its initial value to 1 by the end of learning, so
+    that the importance weights fully correct the prioritized sampling's bias when the policy
+    converges. β stays 1 after ``horizon`` steps.
+
+    Args:
+        beta0: β at step 0 (Schaul et al.: 0.5 with rank-based PER).
+        step: The gradient step k.
+        horizon: Gradient steps until β reaches 1 (>= 1).
+    """
+    return float(beta0 + (1.0 - beta0) * min(1.0, step / horizon))
 
 
 class ReplayMemory:
@@ -53,7 +71,8 @@ class ReplayMemory:
         mode: Replay mode (``"refer"``, ``"refer1"``, ``"refer2"``, ``"er"``, ``"per"``); only
             ``"per"`` changes sampling.
         per_alpha: α of rank-based PER (Schaul et al.: 0.7).
-        per_beta: β of PER's importance weights (Schaul et al.: 0.5).
+        per_beta: β of PER's importance weights (Schaul et al.: 0.5 at the start); the learner
+            anneals it to 1 (:func:`per_beta_schedule`) by setting this attribute.
         per_resort_interval: Write-backs between re-sorts of the PER ranks.
         seed: Seed of the sampler.
     """
@@ -192,7 +211,9 @@ class ReplayMemory:
         c["rewards"][sl] = np.asarray(rewards, dtype=np.float64)
         c["rho"][sl] = 1.0 if rho is None else np.asarray(rho, dtype=np.float64)
         c["v"][sl] = 0.0 if values is None else np.asarray(values, dtype=np.float64)
-        c["td"][sl] = c["td"][self.head - self._base : lo].max(initial=1.0) if len(self) else 1.0
+        # PER: new steps get the maximal priority, max |TD error| (Schaul et al. 2016, Alg. 1);
+        # ranks sort by |TD error|, so the signed maximum could rank them last.
+        c["td"][sl] = np.abs(c["td"][self.head - self._base : lo]).max(initial=1.0) if len(self) else 1.0
         c["serial"][sl] = self._next_serial
         c["ep_start"][sl] = self.tail
         c["ep_end"][sl] = self.tail + T
@@ -324,7 +345,9 @@ class ReplayMemory:
         if self._per_cdf is not None and self._writes_since_sort < self.per_resort_interval:
             return
         td = np.abs(self._col("td"))
-        self._per_order = np.argsort(-td, kind="stable")  # rank 1 = largest |TD error|
+        # rank 1 = largest |TD error|; ties go to the newest step, so that new steps (which get
+        # the maximal |TD error|, add_episode) rank first and are replayed at least once.
+        self._per_order = len(td) - 1 - np.argsort(-td[::-1], kind="stable")
         self._per_p = (1.0 / np.arange(1, len(td) + 1)) ** self.per_alpha  # P(i) ∝ rank^-α
         self._per_cdf = np.cumsum(self._per_p)
         self._writes_since_sort = 0

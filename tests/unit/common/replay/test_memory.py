@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from rllib_ext.common.replay import ReplayMemory
+from rllib_ext.common.replay.memory import per_beta_schedule
 from rllib_ext.common.replay.retrace import retrace_tbc_loop
 from tests.replay_data import replay_episode
 
@@ -102,3 +103,34 @@ def test_rank_based_per_prefers_large_errors():
     assert share == pytest.approx(expected, abs=0.03)
     w = batch["weights"]
     assert w.max() <= 1.0 + 1e-6 and w[batch["idx"] == 7].max() < w.max()
+
+
+def test_new_steps_get_the_maximal_per_priority_when_stored_errors_are_negative():
+    """Schaul et al. (2016, Alg. 1): a new transition gets the maximal priority, max |TD error|."""
+    rng = np.random.default_rng(7)
+    m = ReplayMemory(capacity=1000, mode="per", seed=0, per_resort_interval=1)
+    m.add_episode(**replay_episode(50, rng))
+    td = -5.0 - rng.random(50)  # all large and negative
+    m.write_back(np.arange(50), values=np.zeros(50), td_error=td)
+    m.add_episode(**replay_episode(10, rng))
+    np.testing.assert_allclose(m.column("td")[50:], np.abs(td).max())  # not max(signed td, 1) = 1
+    share = np.mean(m.sample(20000)["idx"] >= 50)
+    p = (1.0 / np.arange(1, 61)) ** 0.7  # rank-based P(i) ∝ rank^-α, α 0.7
+    assert share == pytest.approx(p[:10].sum() / p.sum(), abs=0.02)  # the 10 new steps rank 1-10
+    assert share > 2 * 10 / 60  # far above uniform
+
+
+def test_per_beta_anneals_linearly_to_one():
+    assert per_beta_schedule(0.5, 0, 1000) == 0.5
+    assert per_beta_schedule(0.5, 500, 1000) == pytest.approx(0.75)
+    assert per_beta_schedule(0.5, 1000, 1000) == 1.0
+    assert per_beta_schedule(0.5, 10**7, 1000) == 1.0
+    # β = 1: the importance weights undo the prioritized sampling exactly, w ∝ 1/P(i).
+    rng = np.random.default_rng(8)
+    m = ReplayMemory(capacity=1000, mode="per", seed=0, per_resort_interval=1)
+    m.add_episode(**replay_episode(20, rng))
+    m.write_back(np.arange(20), values=np.zeros(20), td_error=np.arange(20.0))
+    m.per_beta = per_beta_schedule(0.5, 1000, 1000)
+    b = m.sample(64)
+    rank = 20 - b["idx"]  # td = idx: the largest index ranks first
+    np.testing.assert_allclose(b["weights"], (rank / 20.0) ** 0.7, rtol=1e-5)  # (N·P)^-1 / max
