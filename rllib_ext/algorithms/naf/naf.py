@@ -12,19 +12,48 @@ statistics and the reward scale; not the replay memory's contents.
 
 from __future__ import annotations
 
+from typing import Self
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.refer.refer import ReFERAlgorithm, ReFERQConfig
 
+#: Values of ``naf_beta_placement``: where β of Eq. (10) acts (``torch/naf_torch_learner.py``).
+BETA_PLACEMENTS = ("mean", "whole")
+
 
 class NAFConfig(ReFERQConfig):
     """NAF_EXT's configuration: paper 003 App. A (η 1e-4, B 256, γ 0.995, N 2^18, τ 0.01,
-    σ 0.2) and the ReF-ER settings of :class:`~rllib_ext.algorithms.refer.refer.ReFERConfig`."""
+    σ 0.2) and the ReF-ER settings of :class:`~rllib_ext.algorithms.refer.refer.ReFERConfig`.
+
+    Adds ``naf_beta_placement``: ``"mean"`` (default; as smarties' NAF, β and the D_KL penalty
+    of Eq. 10 act on the gradient of the policy mean m only, V and L learn from the full
+    Rule-1-masked TD error) or ``"whole"`` (β multiplies the whole Q-learning loss).
+    """
 
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or NAF)
+        self.naf_beta_placement = "mean"
+
+    @override(ReFERQConfig)
+    def training(self, *, naf_beta_placement: str | None = NotProvided, **kwargs) -> Self:
+        """Sets ``naf_beta_placement`` and the settings of :class:`ReFERQConfig`."""
+        super().training(**kwargs)
+        if naf_beta_placement is not NotProvided:
+            self.naf_beta_placement = naf_beta_placement
+        return self
+
+    @override(ReFERQConfig)
+    def validate(self) -> None:
+        """ReFERQConfig's checks plus a known ``naf_beta_placement``."""
+        super().validate()
+        if self.naf_beta_placement not in BETA_PLACEMENTS:
+            self._value_error(
+                f"`naf_beta_placement` must be one of {', '.join(BETA_PLACEMENTS)}, got {self.naf_beta_placement!r}"
+            )
 
     @override(ReFERQConfig)
     def get_default_learner_class(self):
