@@ -29,7 +29,7 @@ class VRACERConfig(ReFERConfig):
     """VRACER_EXT's configuration: paper 003 App. A (γ 0.995, B 256, η 1e-4, F 1, N 2^18,
     C 4, A 5e-7, D 0.1); see :class:`~rllib_ext.algorithms.refer.refer.ReFERConfig` for the
     settings. Network: ``model_config`` keys ``fcnet_hiddens`` ([128, 128]) and ``init_sigma``
-    (0.2)."""
+    (σ of the initial policy, √0.2 ≈ 0.447: the paper's Σ = 0.2 I is a covariance)."""
 
     def __init__(self, algo_class=None):
         """App. A defaults."""
@@ -39,7 +39,9 @@ class VRACERConfig(ReFERConfig):
     def validate(self) -> None:
         """ReFERConfig's checks plus σ > 0 of the initial policy (``model_config["init_sigma"]``)."""
         super().validate()
-        sigma = self.model_config.get("init_sigma", 0.2)
+        from rllib_ext.algorithms.vracer.vracer_rl_module import INIT_SIGMA
+
+        sigma = self.model_config.get("init_sigma", INIT_SIGMA)
         if not isinstance(sigma, (int, float)) or isinstance(sigma, bool) or not sigma > 0:
             self._value_error(f"`model_config['init_sigma']` (σ of the initial policy) must be > 0, got {sigma!r}")
 

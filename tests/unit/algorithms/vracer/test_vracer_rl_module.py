@@ -18,7 +18,7 @@ def test_module_network_and_truncated_sampling():
     assert [l.out_features for l in m.net if isinstance(l, torch.nn.Linear)] == [128, 128, 3]
     assert sum(isinstance(l, torch.nn.Softsign) for l in m.net) == 2
     v, mean, sigma = m.value_and_policy(torch.randn(5, 3))
-    torch.testing.assert_close(sigma, torch.full((5, 2), 0.2))  # σ = softplus(w) = 0.2 at init
+    torch.testing.assert_close(sigma, torch.full((5, 2), 0.2**0.5))  # σ² = 0.2: Σ = 0.2 I (App. A)
     assert v.abs().max() < 0.5 and mean.abs().max() < 0.5  # near-zero outputs at init (App. A)
     dist = TruncatedDiagGaussian(loc=torch.zeros(20000, 2), scale=torch.full((20000, 2), 0.5))
     a = dist.sample()
