@@ -29,7 +29,8 @@ class DDPGConfig(ReFERQConfig):
     Settings beyond :class:`~rllib_ext.algorithms.refer.refer.ReFERQConfig`: ``actor_lr``
     (1e-5), ``critic_lr`` (1e-4; ``lr`` is unused), ``critic_weight_decay`` (1e-4), ``ou_theta``
     (0.15) and ``ou_sigma`` (0.2) of the OU noise used in ``er``/``per`` modes. Both learning
-    rates are annealed with Eq. (13); β's step (Eq. 12, "the NN's learning rate") is the policy
+    rates are annealed with Eq. (13) in the ReF-ER modes (not with ``er``/``per``); β's step
+    (Eq. 12) is ``refer_beta_rate`` (1e-4); with ``refer_beta_rate=None`` it is the policy
     network's η(t), since β weighs the policy gradient (Algorithm 4).
     """
 

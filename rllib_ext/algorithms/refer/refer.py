@@ -13,7 +13,8 @@ Data flow (Algorithm 1, App. C):
    the state statistics are fixed and the reward scale set (App. B).
 3. The Learner takes one gradient step per F env steps (Algorithm 1's ``t < F·k`` loop): sample
    B steps, update (the algorithm's loss with Rules 1-2, Eq. 10-11), write ρ, V and targets
-   back into the RM, update β (Eq. 12); c_max and η are annealed with t (Eq. 13); every 1000
+   back into the RM, update β (Eq. 12); c_max and η are annealed with t (Eq. 13; η not in the
+   ``er``/``per`` baselines); every 1000
    steps the reward scale is refreshed.
 4. The weights (and the state statistics, module buffers) go back to the env runners.
 
@@ -65,10 +66,17 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         replay_mode: ``"refer"`` (Rules 1+2, default), ``"refer1"``, ``"refer2"``, ``"er"``
             (uniform) or ``"per"`` (rank-based prioritized).
         refer_C: C of c_max(t) = 1 + C/(1 + A·t) (Eq. 13); 4. Must be > 0 (c_max > 1).
-        refer_A: A, the annealing constant of c_max and the learning rate (Eq. 13); 5e-7.
+        refer_A: A, the annealing constant of c_max and the learning rate (Eq. 13); 5e-7. The
+            learning rate is annealed only with ReF-ER (``refer``, ``refer1``, ``refer2``): the
+            paper's ER and PER baselines keep η fixed (§5.1: "annealing η worsened the
+            instability of DDPG with regular ER and PER"; smarties' DPG settings: epsAnneal 0).
         refer_D: D, the tolerated far-policy fraction of the RM (Eq. 12); 0.1, in (0, 1).
-        refer_beta_rate: Step of the β update; None (default) uses the annealed learning rate,
-            as the paper's Eq. (12). smarties uses 0.1·B/N.
+        refer_beta_rate: η of the β update (Eq. 12); 1e-4, fixed and independent of the
+            learning rate, as the paper-era smarties (``Learner_offPolicy.cpp``:
+            β ← (1 − 10⁻⁴)β [+ 10⁻⁴]; today's smarties uses 0.1·B/N, also 1e-4 at B 256 and
+            N 2^18). It equals the paper's η = 1e-4 for V-RACER and NAF. None uses the annealed
+            learning rate η(t), the literal reading of Eq. (12) ("η is the NN's learning rate";
+            DDPG: ``actor_lr``).
         replay_capacity: N, the RM size in steps; 2^18.
         n_start: N_start, the steps stored before the first gradient step (App. C); the paper
             gives no value for the Gym tasks, 2^17 here (half of N; smarties' examples).
@@ -81,7 +89,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             Set it to the run's length for shorter runs.
         optimizer: ``"adam"`` (default) or any name of ``rllib_ext.optim`` ("sgd", "msgd",
             "dsgd"); ``optimizer_kwargs`` go to its constructor; the learning rate is ``lr``,
-            annealed with Eq. (13).
+            annealed with Eq. (13) in the ReF-ER modes.
         reward_scale_interval: gradient steps between refreshes of σ_r (App. B: 1000).
         torch_num_threads: torch threads of the Learner's process (1: a 2×128 MLP at B 256 is
             fastest on one thread, and several threads contend with the env runners); None
@@ -106,7 +114,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.refer_C = 4.0
         self.refer_A = 5e-7
         self.refer_D = 0.1
-        self.refer_beta_rate = None
+        self.refer_beta_rate = 1e-4
         self.replay_capacity = 2**18
         self.n_start = 2**17
         self.steps_per_update = 1.0
@@ -205,7 +213,8 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
 
 
 def _refer_eta(config) -> float:
-    """η of Eq. (12)-(13) for β's step: the network's learning rate (``lr``; DDPG: ``actor_lr``)."""
+    """η of Eq. (13), and β's step when ``refer_beta_rate`` is None: the network's learning rate
+    (``lr``; DDPG: ``actor_lr``)."""
     return float(getattr(config, "actor_lr", config.lr))
 
 

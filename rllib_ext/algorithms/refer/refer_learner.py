@@ -10,9 +10,10 @@ receives the env runners' episode chunks and runs Algorithm 1 from "store" to "u
   and training starts; t counts env steps from then on (Algorithm 1's warm-up loop does not
   advance t);
 * one gradient step per F env steps; each: refresh σ_r every ``reward_scale_interval`` steps
-  (Eq. 16), anneal c_max and η to t = F·k (Eq. 13) and PER's β to k, sample B steps, ``Learner.update`` (the
-  algorithm's loss applies Rules 1-2), write ρ/V/targets back (hook :meth:`_write_back`),
-  update β from n_far/N (Eq. 12).
+  (Eq. 16), anneal c_max and η to t = F·k (Eq. 13; η only with ReF-ER) and PER's β to k,
+  sample B steps, ``Learner.update`` (the algorithm's loss applies Rules 1-2), write
+  ρ/V/targets back (hook :meth:`_write_back`), update β from n_far/N (Eq. 12; step
+  ``refer_beta_rate``).
 
 Checkpoints: β, t, the gradient-step count k, whether the state statistics were fixed and the
 reward scale go through :meth:`get_state` (key ``"refer"``); the state statistics are module

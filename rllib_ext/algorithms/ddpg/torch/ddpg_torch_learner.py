@@ -10,7 +10,7 @@ Per sampled step k with ρ_k = π^w(a_k|s_k)/μ_k(a_k|s_k), π^w = N(m^w(s_k), �
   β and the penalty act on the policy-network only).
 
 Two optimizers: the policy at ``actor_lr`` (1e-5) and the critic at ``critic_lr`` (1e-4), both
-annealed with Eq. (13). The target networks move by τ after each step.
+annealed with Eq. (13) in the ReF-ER modes. The target networks move by τ after each step.
 """
 
 from __future__ import annotations

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from rllib_ext.algorithms.ddpg.ddpg import DDPGConfig
 from rllib_ext.algorithms.naf.naf import NAFConfig
+from rllib_ext.algorithms.vracer.vracer import VRACERConfig
 from tests.builders import small_refer_learner
 from tests.replay_data import replay_episode
 
@@ -24,3 +27,42 @@ def test_per_beta_reaches_one_over_the_horizon():
         learner._gradient_step()
         betas.append(learner.memory.per_beta)
     np.testing.assert_allclose(betas, [0.5, 0.625, 0.75, 0.875, 1.0, 1.0])
+
+
+@pytest.mark.parametrize(
+    "config_cls,training",
+    [
+        (VRACERConfig, {"lr": 1e-3}),
+        (VRACERConfig, {"lr": 1e-5}),
+        (DDPGConfig, {}),  # actor_lr 1e-5
+        (NAFConfig, {"lr": 1e-3}),
+    ],
+)
+def test_beta_moves_by_the_fixed_rate_whatever_the_learning_rate(config_cls, training):
+    """Eq. (12) with smarties' fixed step 1e-4: from β = 0.5 one gradient step moves β by
+    0.5·1e-4 (down if n_far/N > D, up otherwise), independent of lr."""
+    learner = _filled(small_refer_learner(config_cls, **training))
+    learner.refer.beta = 0.5
+    learner._gradient_step()
+    assert abs(learner.refer.beta - 0.5) == pytest.approx(0.5e-4, rel=1e-9)
+
+
+def test_beta_rate_none_uses_the_annealed_learning_rate():
+    learner = _filled(small_refer_learner(VRACERConfig, lr=1e-3, refer_A=1e-2, refer_beta_rate=None))
+    learner.refer.beta = 0.5
+    learner._k = 100  # t = 100: η(t) = η/2 (Eq. 13)
+    learner._gradient_step()
+    assert abs(learner.refer.beta - 0.5) == pytest.approx(0.5 * 0.5e-3, rel=1e-9)
+
+
+@pytest.mark.parametrize("config_cls", [VRACERConfig, DDPGConfig, NAFConfig])
+@pytest.mark.parametrize("mode", ["refer", "refer1", "er", "per"])
+def test_learning_rate_is_annealed_only_with_refer(config_cls, mode):
+    """Eq. (13) with ReF-ER; the ER/PER baselines keep η (paper 003 §5.1)."""
+    learner = _filled(small_refer_learner(config_cls, replay_mode=mode, refer_A=1e-2))
+    base = dict(learner._base_lrs)
+    learner._k = 100  # A·t = 1
+    learner._gradient_step()
+    factor = 0.5 if mode in ("refer", "refer1") else 1.0
+    for name, optimizer in learner._named_optimizers.items():
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(base[name] * factor)
