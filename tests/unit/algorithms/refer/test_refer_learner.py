@@ -1,16 +1,20 @@
 """ReFERLearner (Algorithm 1's inner loop), built in-process without Ray: the schedules that
-`_gradient_step` applies (PER's β; β's step and η(t) of Eq. 12-13)."""
+`_gradient_step` applies (PER's β; β's step and η(t) of Eq. 12-13), and Rule 1 in each of the
+three losses."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.columns import Columns
 
 from rllib_ext.algorithms.ddpg.ddpg import DDPGConfig
 from rllib_ext.algorithms.naf.naf import NAFConfig
 from rllib_ext.algorithms.vracer.vracer import VRACERConfig
-from tests.builders import small_refer_learner
-from tests.replay_data import replay_episode
+from tests.builders import refer_loss_gradients, small_refer_learner
+from tests.replay_data import loss_batch, replay_episode
 
 
 def _filled(learner, steps=40, seed=0):
@@ -66,3 +70,38 @@ def test_learning_rate_is_annealed_only_with_refer(config_cls, mode):
     factor = 0.5 if mode in ("refer", "refer1") else 1.0
     for name, optimizer in learner._named_optimizers.items():
         assert optimizer.param_groups[0]["lr"] == pytest.approx(base[name] * factor)
+
+
+#: The parameters that estimate values (V-RACER's V, DDPG's critic, NAF's V and L share ``net``).
+VALUE_PARAMS = {VRACERConfig: "net.", DDPGConfig: "critic.", NAFConfig: "net."}
+
+
+@pytest.mark.parametrize("config_cls", [VRACERConfig, DDPGConfig, NAFConfig])
+@pytest.mark.parametrize("mode", ["refer", "refer1", "er"])
+def test_rule1_zeroes_the_gradients_of_far_policy_samples(config_cls, mode):
+    """Rule 1 (§3, policy and value): the targets of far-policy samples (rewards, Q̂^ret, V̂^tbc)
+    do not reach any gradient, the critic's included; without Rule 1 they do."""
+    torch.manual_seed(0)
+    learner = small_refer_learner(config_cls, replay_mode=mode)
+    obs = torch.randn(6, 3)
+    with torch.no_grad():
+        mean, log_std = (
+            learner.module[DEFAULT_MODULE_ID].forward_train({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS].chunk(2, -1)
+        )
+    batch = loss_batch(obs, mean, log_std.exp(), far=(0, 1))
+    near = learner.rho_kl(batch, mean, log_std.exp())[2]
+    assert near.tolist() == [False, False, True, True, True, True]
+
+    def gradients(moved_rows=()):
+        moved = dict(batch)
+        for key in ("rewards", "q_ret", "v_tbc"):
+            moved[key] = batch[key].clone()
+            moved[key][list(moved_rows)] += 10.0
+        return refer_loss_gradients(learner, moved, beta=0.5)[1]
+
+    base, far_moved, near_moved = gradients(), gradients((0, 1)), gradients((2, 3))
+    value = VALUE_PARAMS[config_cls]
+    far_ignored = all(torch.equal(base[n], far_moved[n]) for n in base)
+    assert far_ignored == (mode != "er")
+    assert any(not torch.allclose(base[n], far_moved[n]) for n in base if n.startswith(value)) == (mode == "er")
+    assert any(not torch.allclose(base[n], near_moved[n]) for n in base if n.startswith(value))
