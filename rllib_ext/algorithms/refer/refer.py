@@ -69,7 +69,8 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         refer_A: A, the annealing constant of c_max and the learning rate (Eq. 13); 5e-7. The
             learning rate is annealed only with ReF-ER (``refer``, ``refer1``, ``refer2``): the
             paper's ER and PER baselines keep η fixed (§5.1: "annealing η worsened the
-            instability of DDPG with regular ER and PER"; smarties' DPG settings: epsAnneal 0).
+            instability of DDPG with regular ER and PER"; paper-era smarties sets epsAnneal = 0
+            for DPG without ReF-ER).
         refer_D: D, the tolerated far-policy fraction of the RM (Eq. 12); 0.1, in (0, 1).
         refer_beta_rate: η of the β update (Eq. 12); 1e-4, fixed and independent of the
             learning rate, as the paper-era smarties (``Learner_offPolicy.cpp``:

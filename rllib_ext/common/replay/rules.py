@@ -166,9 +166,10 @@ def refer_loss(
 class ReFER:
     """The state of ReF-ER: β (Eq. 12), and c_max and η annealed with t (Eq. 13).
 
-    η is annealed only in the ReF-ER modes; ``er`` and ``per`` (the paper's baselines) keep it
-    fixed: paper 003 §5.1, "annealing η worsened the instability of DDPG with regular ER and
-    PER"; smarties' DPG settings set epsAnneal 0.
+    η is annealed only in the ReF-ER modes (§3 anneals "ReF-ER's c_max and the NN's learning
+    rate"); ``er`` and ``per`` (the paper's baselines) keep it fixed: paper 003 §5.1, "annealing
+    η worsened the instability of DDPG with regular ER and PER"; paper-era smarties sets
+    epsAnneal = 0 for DPG without ReF-ER (``AllLearners.h``). (Its NAF keeps annealing with ER.)
 
     Attributes:
         mode: One of :data:`REPLAY_MODES`.
