@@ -12,7 +12,8 @@ Where β of Eq. (10) acts (``naf_beta_placement``; the paper's Eq. 10 is generic
   ``grad[m_i] = β·grad[m_i] + (1−β)·penG[i]``, while V and L keep the full Rule-1-masked TD error):
   mean[near·½(Q(V, L, m̄) − q̂)²] + β·mean[near·½(Q(V̄, L̄, m) − q̂)²] + (1−β)·mean[D_KL], where
   the bar is "held constant" (detached). Each output gets exactly its partial derivative of
-  ½(Q − q̂)², so without Rule 2 (β = 1) the gradient is that of mean[near·L^Q_k].
+  ½(Q − q̂)², so without Rule 2 (β = 1) the gradient is that of mean[near·L^Q_k] (the loss's
+  value counts the TD term twice; the logged ``q_loss`` is mean[L^Q_k]).
 * ``"whole"``: β·mean[near_k·L^Q_k] + (1−β)·mean[D_KL] (β also slows V and L).
 
 After the update the target network moves by τ (ReFERTorchLearner.after_gradient_based_update),
