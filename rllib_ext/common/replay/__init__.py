@@ -6,12 +6,9 @@
   with stored ρ, V and V̂^tbc, uniform or rank-based prioritized sampling, App. B statistics.
 * :mod:`rllib_ext.common.replay.retrace` — the V̂^tbc recursion (Eq. 8), vectorized.
 * :mod:`rllib_ext.common.replay.episodes` — assembles RLlib episode chunks into whole episodes.
-* :mod:`rllib_ext.common.replay.transitions` — :class:`TransitionBuffer`, a uniform (s, a, r, s', d)
-  ring buffer (TD3, paper 001), and :data:`ReplayActor`, the same as a Ray actor.
 """
 
 from rllib_ext.common.replay.memory import ReplayMemory
 from rllib_ext.common.replay.rules import REPLAY_MODES, ReFER
-from rllib_ext.common.replay.transitions import ReplayActor, TransitionBuffer
 
-__all__ = ["REPLAY_MODES", "ReFER", "ReplayMemory", "ReplayActor", "TransitionBuffer"]
+__all__ = ["REPLAY_MODES", "ReFER", "ReplayMemory"]
