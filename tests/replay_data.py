@@ -1,4 +1,4 @@
-"""Made-up replay data for the tests of :mod:`rllib_ext.common.replay` (unit and smoke tiers)."""
+"""Made-up replay data for the tests of :mod:`rllib_ext.common.refer` (unit and smoke tiers)."""
 
 from __future__ import annotations
 

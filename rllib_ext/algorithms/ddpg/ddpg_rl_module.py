@@ -21,8 +21,8 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.modules import TARGET_PREFIX, GaussianExplorationModule
-from rllib_ext.algorithms.refer.networks import paper_mlp
+from rllib_ext.common.refer.networks import paper_mlp
+from rllib_ext.common.refer.rl_module import TARGET_PREFIX, GaussianExplorationModule
 
 DDPG_MEAN = "ddpg_mean"
 

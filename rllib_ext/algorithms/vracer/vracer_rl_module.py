@@ -10,7 +10,7 @@ V-RACER uses the same (``--explNoise 0.447214`` in the paper-era ``settings_VRAC
 0.4472135955 in today's ``settings/default.json``; its 0.2 is DPG's and NAF's σ). σ =
 softplus(w_σ), initialized at σ = √0.2 (``model_config["init_sigma"]``). ``action_dist_inputs``
 are RLlib's (m, log σ); exploration samples a normal truncated at ±3σ
-(:class:`~rllib_ext.algorithms.refer.distributions.TruncatedDiagGaussian`), ``explore=False``
+(:class:`~rllib_ext.common.refer.distributions.TruncatedDiagGaussian`), ``explore=False``
 acts with m. States are standardized with the memory's μ_s, σ_s (App. B; module buffers).
 
 model_config keys: ``fcnet_hiddens`` (default [128, 128]), ``init_sigma`` (√0.2, :data:`INIT_SIGMA`).
@@ -29,8 +29,8 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 from torch import nn
 
-from rllib_ext.algorithms.refer.modules import ReFERModuleMixin
-from rllib_ext.algorithms.refer.networks import Standardizer, paper_mlp, softplus_inverse
+from rllib_ext.common.refer.networks import Standardizer, paper_mlp, softplus_inverse
+from rllib_ext.common.refer.rl_module import ReFERModuleMixin
 
 #: σ of the initial policy: √0.2, the std of the paper's covariance Σ = 0.2 I (App. A).
 INIT_SIGMA = math.sqrt(0.2)

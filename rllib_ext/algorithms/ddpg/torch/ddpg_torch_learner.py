@@ -22,8 +22,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.ddpg.ddpg_rl_module import DDPG_MEAN
-from rllib_ext.algorithms.refer.torch.refer_torch_learner import ReFERTorchLearner
-from rllib_ext.common.replay.rules import refer_loss
+from rllib_ext.common.refer.rules import refer_loss
+from rllib_ext.common.refer.torch_learner import ReFERTorchLearner
 
 
 class DDPGTorchLearner(ReFERTorchLearner):

@@ -29,8 +29,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.naf.naf_rl_module import NAF_L, NAF_MEAN, NAF_V
-from rllib_ext.algorithms.refer.torch.refer_torch_learner import ReFERTorchLearner
-from rllib_ext.common.replay.rules import refer_loss
+from rllib_ext.common.refer.rules import refer_loss
+from rllib_ext.common.refer.torch_learner import ReFERTorchLearner
 
 
 class NAFTorchLearner(ReFERTorchLearner):

@@ -22,9 +22,9 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.refer_learner import ReFERLearner
-from rllib_ext.algorithms.refer.torch.refer_torch_learner import LOG_RHO_MAX, ReFERTorchLearner, split_mu
-from rllib_ext.common.replay.rules import diag_gaussian_log_rho, refer_loss
+from rllib_ext.common.refer.learner import ReFERLearner
+from rllib_ext.common.refer.rules import diag_gaussian_log_rho, refer_loss
+from rllib_ext.common.refer.torch_learner import LOG_RHO_MAX, ReFERTorchLearner, split_mu
 
 
 class VRACERTorchLearner(ReFERTorchLearner):

@@ -9,8 +9,8 @@ import torch
 def test_module_network_and_truncated_sampling():
     import gymnasium as gym
 
-    from rllib_ext.algorithms.refer.distributions import TruncatedDiagGaussian
     from rllib_ext.algorithms.vracer.vracer_rl_module import VRACERTorchRLModule
+    from rllib_ext.common.refer.distributions import TruncatedDiagGaussian
 
     m = VRACERTorchRLModule(
         observation_space=gym.spaces.Box(-1, 1, (3,)), action_space=gym.spaces.Box(-1, 1, (2,)), model_config={}

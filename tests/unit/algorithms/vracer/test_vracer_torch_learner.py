@@ -13,7 +13,7 @@ import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
 
 from rllib_ext.algorithms.vracer.vracer import VRACERConfig
-from rllib_ext.common.replay.rules import diag_gaussian_log_rho
+from rllib_ext.common.refer.rules import diag_gaussian_log_rho
 from tests.builders import refer_loss_gradients, small_refer_learner
 from tests.replay_data import loss_batch
 

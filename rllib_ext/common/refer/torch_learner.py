@@ -14,8 +14,8 @@ from ray.rllib.core.learner.utils import update_target_network
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.refer_learner import ReFERLearner
-from rllib_ext.common.replay.rules import diag_gaussian_kl, diag_gaussian_log_rho, near_policy_mask
+from rllib_ext.common.refer.learner import ReFERLearner
+from rllib_ext.common.refer.rules import diag_gaussian_kl, diag_gaussian_log_rho, near_policy_mask
 from rllib_ext.common.threads import TorchThreadsLearner
 from rllib_ext.optim import make_optimizer
 

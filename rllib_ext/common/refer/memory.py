@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from rllib_ext.common.replay.retrace import retrace_tbc
-from rllib_ext.common.replay.rules import REPLAY_MODES, near_policy_mask
+from rllib_ext.common.refer.retrace import retrace_tbc
+from rllib_ext.common.refer.rules import REPLAY_MODES, near_policy_mask
 
 __all__ = ["ReplayMemory", "per_beta_schedule"]
 

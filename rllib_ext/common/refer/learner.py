@@ -1,7 +1,7 @@
 """The Learner part of Algorithm 1 (paper 003, App. C) shared by VRACER_EXT, DDPG_EXT, NAF_EXT.
 
-The Learner owns the replay memory (RM, :class:`~rllib_ext.common.replay.ReplayMemory`) and
-the ReF-ER state (:class:`~rllib_ext.common.replay.ReFER`: β, t). :meth:`ReFERLearner.refer_train`
+The Learner owns the replay memory (RM, :class:`~rllib_ext.common.refer.memory.ReplayMemory`) and
+the ReF-ER state (:class:`~rllib_ext.common.refer.rules.ReFER`: β, t). :meth:`ReFERLearner.refer_train`
 receives the env runners' episode chunks and runs Algorithm 1 from "store" to "update β":
 
 * completed episodes enter the RM (algorithm hook :meth:`_score_episode` adds V and ρ at
@@ -34,10 +34,10 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import StateDict
 
-from rllib_ext.algorithms.refer.refer import _refer_eta
-from rllib_ext.common.replay import ReFER, ReplayMemory
-from rllib_ext.common.replay.episodes import EpisodeAssembler
-from rllib_ext.common.replay.memory import per_beta_schedule
+from rllib_ext.common.refer.config import _refer_eta
+from rllib_ext.common.refer.episodes import EpisodeAssembler
+from rllib_ext.common.refer.memory import ReplayMemory, per_beta_schedule
+from rllib_ext.common.refer.rules import ReFER
 
 STATE_KEY = "refer"
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from rllib_ext.common.replay import rules
-from rllib_ext.common.replay.rules import ReFER
+from rllib_ext.common.refer import rules
+from rllib_ext.common.refer.rules import ReFER
 
 
 def _gaussians(B=64, d=3, seed=0):

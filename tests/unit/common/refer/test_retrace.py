@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext.common.replay.retrace import retrace_tbc, retrace_tbc_loop
+from rllib_ext.common.refer.retrace import retrace_tbc, retrace_tbc_loop
 
 
 def test_eq8_on_a_hand_made_episode():

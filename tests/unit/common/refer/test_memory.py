@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rllib_ext.common.replay import ReplayMemory
-from rllib_ext.common.replay.memory import per_beta_schedule
-from rllib_ext.common.replay.retrace import retrace_tbc_loop
+from rllib_ext.common.refer.memory import ReplayMemory, per_beta_schedule
+from rllib_ext.common.refer.retrace import retrace_tbc_loop
 from tests.replay_data import replay_episode
 
 
