@@ -11,7 +11,13 @@ the bootstrap value V(s_T) (0 after a terminal state).
 * FIFO by whole episodes: while the RM holds more than N steps, the oldest episode is removed
   (Algorithm 1; its "n_obs > N_start" is read as N, the RM size). The newest episode is never
   removed, even if it alone is longer than N.
-* n_far, the number of far-policy steps, is counted from the stored ρ (Rule 1, Eq. 12).
+* n_far, the number of far-policy steps, is counted from the stored ρ (Rule 1, Eq. 12). The
+  count is kept up to date as steps enter, leave or get a new ρ, against a reference c_max;
+  :meth:`far_fraction` recounts the whole memory when its c_max has moved more than
+  ``far_recount_tol`` (1e-4) from that reference. In between, the steps whose ρ (or 1/ρ) lies
+  between the two bounds are classified with the reference: c_max(t) of Eq. (13) falls by
+  C·A ≈ 2·10⁻⁶ per env step at the paper's settings, so the whole memory is recounted about
+  every 50 gradient steps, and a stale classification needs ρ within 10⁻⁴ of c_max.
 * Sampling: B uniform time steps (``er``, ``refer``, ``refer1``, ``refer2``) or rank-based
   prioritized (``per``, Schaul et al. 2016: P(i) ∝ rank(i)^-α by |TD error|, importance
   weights (N·P(i))^-β normalized by their maximum; ranks are re-sorted when episodes enter or
@@ -75,6 +81,8 @@ class ReplayMemory:
             anneals it to 1 (:func:`per_beta_schedule`) by setting this attribute.
         per_resort_interval: Write-backs between re-sorts of the PER ranks.
         seed: Seed of the sampler.
+        far_recount_tol: Change of c_max that makes :meth:`far_fraction` recount the whole
+            memory (module docstring); 0 recounts whenever c_max changes.
     """
 
     def __init__(
@@ -87,6 +95,7 @@ class ReplayMemory:
         per_beta: float = 0.5,
         per_resort_interval: int = 1000,
         seed: int | None = None,
+        far_recount_tol: float = 1e-4,
     ):
         if mode not in REPLAY_MODES:
             raise ValueError(f"Unknown replay mode {mode!r}; valid are {', '.join(REPLAY_MODES)}")
@@ -114,6 +123,9 @@ class ReplayMemory:
         self._per_cdf: np.ndarray | None = None
         self._per_order: np.ndarray | None = None
         self._writes_since_sort = 0
+        self.far_recount_tol = float(far_recount_tol)
+        self._far_c: float | None = None  # the c_max of _far_count; None: not counted yet
+        self._far_count = 0
 
     # ------------------------------------------------------------------ sizes and storage
     def __len__(self) -> int:
@@ -223,10 +235,12 @@ class ReplayMemory:
         self._next_serial += 1
         self.tail += T
         self.num_added_episodes += 1
+        self._far_count += self._count_far(c["rho"][sl])
         self._recompute_targets(np.array([self.tail - 1]), full=True)  # Algorithm 2: Q_ret of the episode
         evicted = 0
         while len(self) > self.capacity and len(self._episodes) > 1:  # FIFO by whole episodes
             _, start, length, *_ = self._episodes.popleft()
+            self._far_count -= self._count_far(c["rho"][start - self._base : start + length - self._base])
             self.head = start + length
             self._first_serial += 1
             evicted += 1
@@ -384,7 +398,10 @@ class ReplayMemory:
         p = self._phys(idx)
         c = self._cols
         if rho is not None:
+            rows = np.unique(p)  # a step sampled twice is counted once
+            before = self._count_far(c["rho"][rows])
             c["rho"][p] = np.asarray(rho, dtype=np.float64)[keep]
+            self._far_count += self._count_far(c["rho"][rows]) - before
         if values is not None:
             c["v"][p] = np.asarray(values, dtype=np.float64)[keep]
         if td_error is not None:
@@ -400,12 +417,29 @@ class ReplayMemory:
             self._recompute_targets(idx)
 
     # ------------------------------------------------------------------ statistics
+    def _count_far(self, rho: np.ndarray) -> int:
+        """Far-policy steps among ``rho`` with the reference c_max (0 before the first count)."""
+        if self._far_c is None or len(rho) == 0:
+            return 0
+        return len(rho) - int(np.count_nonzero(near_policy_mask(rho, self._far_c)))
+
     def far_fraction(self, c_max: float) -> float:
-        """n_far / N: the fraction of stored steps whose stored ρ is far-policy (Rule 1)."""
+        """n_far / N: the fraction of stored steps whose stored ρ is far-policy (Rule 1).
+
+        Kept incrementally; recounted over the whole memory when ``c_max`` differs from the
+        count's reference by more than ``far_recount_tol`` (module docstring).
+        """
         n = len(self)
         if n == 0:
             return 0.0
-        return float(n - np.count_nonzero(near_policy_mask(self._col("rho"), c_max))) / n
+        if self._far_c is None or abs(c_max - self._far_c) > self.far_recount_tol:
+            self._far_c = float(c_max)
+            self._far_count = self._count_far(self._col("rho"))
+        return float(self._far_count) / n
+
+    def far_count_full(self, c_max: float) -> int:
+        """n_far counted over the whole memory with ``c_max`` (the reference of the incremental count)."""
+        return len(self) - int(np.count_nonzero(near_policy_mask(self._col("rho"), c_max)))
 
     def state_stats(self) -> tuple:
         """μ_s and σ_s of the stored states, Eq. (14)-(15) (App. B)."""

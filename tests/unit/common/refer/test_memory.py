@@ -133,3 +133,28 @@ def test_per_beta_anneals_linearly_to_one():
     b = m.sample(64)
     rank = 20 - b["idx"]  # td = idx: the largest index ranks first
     np.testing.assert_allclose(b["weights"], (rank / 20.0) ** 0.7, rtol=1e-5)  # (N·P)^-1 / max
+
+
+def test_incremental_far_count_equals_a_full_recount():
+    """n_far is kept as steps enter, leave and get new ρ (issue 19): it equals a full recount with
+    the reference c_max, and c_max moving by more than far_recount_tol triggers a recount."""
+    rng = np.random.default_rng(4)
+    m = ReplayMemory(capacity=300, gamma=0.9, seed=0, far_recount_tol=1e-3)
+    c_max = 2.0
+    m.add_episode(**replay_episode(50, rng), rho=rng.lognormal(0.0, 1.0, 50))
+    assert m.far_fraction(c_max) == m.far_count_full(c_max) / len(m) > 0
+    for step in range(60):
+        if step % 7 == 0:  # new episodes; the oldest are evicted beyond 300 steps
+            T = int(rng.integers(20, 80))
+            m.add_episode(**replay_episode(T, rng), rho=rng.lognormal(0.0, 1.0, T))
+        idx = rng.integers(m.head, m.tail, size=32)  # with repeats, as sampled
+        idx = np.r_[idx, idx[:4]]
+        m.write_back(idx, rho=rng.lognormal(0.0, 1.0, len(idx)), update_targets=False)
+        c_max -= 4e-4  # annealing: a recount every third step
+        ref = m._far_c
+        frac = m.far_fraction(c_max)
+        if abs(c_max - ref) > 1e-3:
+            assert m._far_c == c_max
+        assert abs(m._far_c - c_max) <= 1e-3
+        assert m._far_count == m.far_count_full(m._far_c) and frac == m._far_count / len(m), step
+    assert m.num_evicted_episodes > 0
