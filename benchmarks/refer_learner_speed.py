@@ -53,8 +53,8 @@ OVERRIDES = {
 PHASES = {
     "sample (memory.sample)": [("memory.py", "sample")],
     "torch update (forward, loss, backward, optimizer, targets)": [
-        ("torch_learner.py", "_update_on_batch"),
-        ("learner.py", "update"),
+        ("torch_learner.py", "_update_on_sample"),
+        ("learner.py", "update"),  # before issue 19's change: RLlib's Learner.update
     ],
     "write-back (incl. Eq. 8, V(s_T))": [("learner.py", "_write_back")],
     "n_far/N": [("memory.py", "far_fraction")],
