@@ -1,7 +1,7 @@
 """The ReF-ER learners' own gradient step (issue 19, "Faster learner") against RLlib's ``Learner.update``:
 same parameters, targets, optimizer state and memory after a few steps; the soft target update
-against RLlib's ``update_target_network``; RLlib's nan/inf handling kept; metrics logged once per
-``refer_train`` call as means; checkpoints."""
+against RLlib's ``update_target_network``; fused Adam against the per-tensor loop; RLlib's nan/inf
+handling kept; metrics logged once per ``refer_train`` call as means; checkpoints."""
 
 from __future__ import annotations
 
@@ -85,6 +85,20 @@ def test_soft_update_equals_rllib_update_target_network():
             torch.testing.assert_close(target.state_dict()[k], v, rtol=1e-6, atol=1e-7, msg=k)
 
 
+@pytest.mark.parametrize("config_cls", [VRACERConfig, DDPGConfig, NAFConfig])
+def test_fused_adam_matches_the_per_tensor_loop(config_cls):
+    fused, loop = _twins(config_cls)
+    loop_opt = small_refer_learner(config_cls, train_batch_size_per_learner=B, optimizer_kwargs={"fused": False})
+    loop_opt.set_state(loop.get_state())
+    loop = _fill(loop_opt)
+    assert all(o.defaults["fused"] for o in fused._named_optimizers.values())
+    assert not any(o.defaults["fused"] for o in loop._named_optimizers.values())
+    for _ in range(5):
+        fused._gradient_step()
+        loop._gradient_step()
+    _assert_same_weights(fused, loop, rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("config_cls", [VRACERConfig, DDPGConfig])
 def test_non_finite_gradients_take_rllibs_nan_handling(config_cls, monkeypatch):
     """RLlib's apply_gradients zeroes nan/inf gradients (torch_skip_nan_gradients False): with a NaN
@@ -128,7 +142,7 @@ def test_metrics_are_logged_once_per_call_as_means_over_its_steps():
 
 @pytest.mark.parametrize("config_cls", [VRACERConfig, DDPGConfig, NAFConfig])
 def test_checkpoint_round_trip_continues_identically(config_cls):
-    """Weights, targets and the Adam state come back: the next step is the same."""
+    """Weights, targets and the (fused) Adam state come back: the next step is the same."""
     learner = _fill(small_refer_learner(config_cls, train_batch_size_per_learner=B))
     for _ in range(2):
         learner._gradient_step()
