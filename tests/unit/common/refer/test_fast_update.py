@@ -1,7 +1,8 @@
 """The ReF-ER learners' own gradient step (issue 19, "Faster learner") against RLlib's ``Learner.update``:
 same parameters, targets, optimizer state and memory after a few steps; the soft target update
 against RLlib's ``update_target_network``; fused Adam against the per-tensor loop; RLlib's nan/inf
-handling kept; metrics logged once per ``refer_train`` call as means; checkpoints."""
+handling kept; metrics logged once per ``refer_train`` call as means; checkpoints; V-RACER's V(s_T)
+from the minibatch's forward pass."""
 
 from __future__ import annotations
 
@@ -152,3 +153,57 @@ def test_checkpoint_round_trip_continues_identically(config_cls):
     learner._update_on_sample(sample)
     restored._update_on_sample(sample)
     _assert_same_weights(learner, restored, rtol=0, atol=0)
+
+
+def test_vracer_refreshes_v_of_s_T_with_the_pre_update_network():
+    """V(s_T) of a truncated episode whose last step is sampled comes from the minibatch's forward
+    pass (the network before the step), like the stored V(s_k)."""
+    learner = small_refer_learner(VRACERConfig, train_batch_size_per_learner=B)
+    rng = np.random.default_rng(5)
+    ep = replay_episode(4, rng, d_s=3, d_a=2, terminated=False)
+    learner.memory.add_episode(**ep, **{**learner._score_episode(ep), "v_boot": 123.0})
+    module = learner._rl_module()
+    with torch.no_grad():
+        v_before = float(module.value_and_policy(torch.as_tensor(ep["obs"][-1:], dtype=torch.float32))[0])
+    learner.memory.rng = np.random.default_rng(0)
+    sample = learner.memory.sample(B)
+    assert sample["truncated_last"].any()
+    learner.memory.rng = np.random.default_rng(0)
+    learner._gradient_step()
+    stored = learner.memory.episode_bounds()[0][3]
+    assert stored == pytest.approx(v_before, rel=1e-5, abs=1e-6)
+    with torch.no_grad():
+        v_after = float(module.value_and_policy(torch.as_tensor(ep["obs"][-1:], dtype=torch.float32))[0])
+    assert v_after != v_before
+
+
+def test_the_rllib_path_still_refreshes_v_of_s_T():
+    """Through Learner.update (configurations the own step does not cover) V(s_T) is computed after the step."""
+    learner = small_refer_learner(VRACERConfig, train_batch_size_per_learner=B)
+    learner._uses_rllib_update = lambda: True
+    rng = np.random.default_rng(5)
+    ep = replay_episode(4, rng, d_s=3, d_a=2, terminated=False)
+    learner.memory.add_episode(**ep, **{**learner._score_episode(ep), "v_boot": 123.0})
+    learner._gradient_step()
+    module = learner._rl_module()
+    with torch.no_grad():
+        v_after = float(module.value_and_policy(torch.as_tensor(ep["obs"][-1:], dtype=torch.float32))[0])
+    assert learner.memory.episode_bounds()[0][3] == pytest.approx(v_after, rel=1e-5, abs=1e-6)
+
+
+def test_vracer_appended_rows_leave_the_step_unchanged():
+    """With truncated episodes the minibatch's forward pass carries extra s_T rows: the step's
+    weights and stored ρ, V equal those of Learner.update's step (which has no extra rows)."""
+    fast, rllib = _twins(VRACERConfig, terminated=False)
+    rllib._uses_rllib_update = lambda: True
+    seed = next(s for s in range(100) if fast.memory.gather(_draw(fast, s))["truncated_last"].any())
+    fast.memory.rng, rllib.memory.rng = np.random.default_rng(seed), np.random.default_rng(seed)
+    fast._gradient_step()
+    rllib._gradient_step()
+    _assert_same_weights(fast, rllib)
+    for col in ("rho", "v"):
+        np.testing.assert_allclose(fast.memory.column(col), rllib.memory.column(col), rtol=1e-5, atol=1e-6)
+
+
+def _draw(learner, seed):
+    return np.random.default_rng(seed).integers(learner.memory.head, learner.memory.tail, size=B)
