@@ -28,6 +28,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import LR_KEY
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
+from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ALL_MODULES,
@@ -180,8 +181,15 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         )
 
     def _forward_train(self, module, batch: dict[str, torch.Tensor]) -> dict[str, Any]:
-        """The module's ``forward_train`` on the minibatch (V-RACER appends rows, see its learner)."""
-        return module.forward_train(batch)
+        """The module's ``forward_train`` on the minibatch (V-RACER appends rows, see its learner).
+
+        ``TorchRLModule.forward_train`` calls ``self.train()`` first, which walks every submodule
+        (0.1-0.3 ms a step for DDPG's four networks); here it is called only when the module is
+        not in training mode.
+        """
+        if not module.training:
+            module.train()
+        return RLModule.forward_train(module, batch)
 
     def _apply_gradients(self) -> None:
         """RLlib's ``postprocess_gradients`` and ``apply_gradients``, the common case without their loops.
