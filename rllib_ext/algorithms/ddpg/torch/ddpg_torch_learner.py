@@ -57,8 +57,7 @@ class DDPGTorchLearner(ReFERTorchLearner):
         critic_loss = refer_loss(critic_i, kl, near, 1.0, rule1=refer.rule1, rule2=False, weights=weights)
         decay = 0.5 * config.critic_weight_decay * sum((p**2).sum() for p in module.critic.parameters())
 
-        frozen = {name: p.detach() for name, p in module.critic.named_parameters()}
-        dpg_i = -module.q_value(obs, mean, params=frozen)  # Eq. (3)
+        dpg_i = -module.q_value(obs, mean, frozen=True)  # Eq. (3), the critic's weights held constant
         actor_loss = refer_loss(dpg_i, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
 
         self._stash = {"rho": rho.detach().cpu().numpy(), "td": (q_hat - q).detach().cpu().numpy()}
