@@ -61,6 +61,11 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             "dsgd"); ``optimizer_kwargs`` go to its constructor; the learning rate is ``lr``,
             annealed with Eq. (13) in the ReF-ER modes.
         reward_scale_interval: gradient steps between refreshes of σ_r (App. B: 1000).
+        retrace_tolerance: ε of V-RACER's write-back (Algorithm 3): below an episode's earliest
+            sampled step m, Eq. (8)'s correction is applied down to the first step s with
+            Π_{i=s}^{m−1} γρ̄_i ≤ ε; earlier steps keep V̂^tbc within ε·|Δ_m| (Δ_m: the
+            correction at m) of the full recompute per write-back. 1e-6; 0 corrects every prior
+            step, as the paper (``ReplayMemory``'s docstring).
         torch_num_threads: torch threads of the Learner's process (1: a 2×128 MLP at B 256 is
             fastest on one thread, and several threads contend with the env runners); None
             leaves torch's default. Note that the local Learner shares the driver's process.
@@ -94,6 +99,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.optimizer = "adam"
         self.optimizer_kwargs = {}
         self.reward_scale_interval = 1000
+        self.retrace_tolerance = 1e-6
         self.torch_num_threads = 1
         # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
         # (logged, counted in env_runners/num_env_step_failures), not the env runner.
@@ -118,6 +124,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         optimizer: str | None = NotProvided,
         optimizer_kwargs: dict[str, Any] | None = NotProvided,
         reward_scale_interval: int | None = NotProvided,
+        retrace_tolerance: float | None = NotProvided,
         torch_num_threads: int | None = NotProvided,
         **kwargs,
     ) -> Self:
@@ -169,6 +176,8 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         check_torch_num_threads(self)
         if not is_integer(self.reward_scale_interval) or self.reward_scale_interval < 1:
             self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")
+        if not is_number(self.retrace_tolerance) or not 0.0 <= self.retrace_tolerance < 1.0:
+            self._value_error(f"`retrace_tolerance` must be in [0, 1), got {self.retrace_tolerance!r}")
         check_optimizer(self)
         if self.num_learners > 1:
             self._value_error(

@@ -82,6 +82,7 @@ class ReFERLearner(Learner):
             per_alpha=c.per_alpha,
             per_beta=c.per_beta,
             seed=c.seed,
+            retrace_tolerance=c.retrace_tolerance,
         )
         self.assembler = EpisodeAssembler()
         self.refer = ReFER(

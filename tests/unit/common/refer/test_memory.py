@@ -158,3 +158,45 @@ def test_incremental_far_count_equals_a_full_recount():
         assert abs(m._far_c - c_max) <= 1e-3
         assert m._far_count == m.far_count_full(m._far_c) and frac == m._far_count / len(m), step
     assert m.num_evicted_episodes > 0
+
+
+def test_write_back_window_stays_within_its_bound_of_the_full_recompute():
+    """Eq. (8)'s correction below an episode's earliest sampled step m stops at the first s with
+    Π_{i=s}^{m−1} γρ̄_i ≤ ε: each write-back leaves the steps below s off from the full recompute
+    (ε = 0, the paper's Algorithm 3) by at most ε·|Δ_m|, Δ_m the correction at m; deviations add up
+    at most. The window is the largest such s, and steps below it are left as they were."""
+    rng = np.random.default_rng(6)
+    eps = 1e-4
+    full = ReplayMemory(capacity=5000, gamma=0.99, seed=0, retrace_tolerance=0.0)
+    windowed = ReplayMemory(capacity=5000, gamma=0.99, seed=0, retrace_tolerance=eps)
+    for T in (400, 250, 600):
+        ep = replay_episode(T, rng)
+        kw = dict(values=rng.standard_normal(T), rho=rng.lognormal(-0.1, 0.3, T), v_boot=0.5)
+        full.add_episode(**ep, **kw)
+        windowed.add_episode(**ep, **kw)
+    bound, untouched = 0.0, 0
+    for _ in range(30):
+        idx = rng.integers(full.head, full.tail, size=3)
+        rho, values = rng.lognormal(-0.1, 0.3, 3), rng.standard_normal(3)
+        before_full, before_win = full.column("v_tbc"), windowed.column("v_tbc")
+        p = idx - full.head
+        starts = full._cols["ep_start"][p]
+        m = np.array([idx[starts == s].min() for s in starts])
+        first = starts
+        s = windowed._window_starts(first, m)
+        rho_all = windowed.column("rho")
+        for si, mi, fi in zip(s, m, first, strict=True):
+            c = 0.99 * np.minimum(1.0, rho_all[si - full.head : mi - full.head])
+            assert si == fi or np.prod(c) <= eps
+            assert np.prod(c[1:]) > eps or si == mi  # the largest such s
+        full.write_back(idx, rho=rho, values=values)
+        windowed.write_back(idx, rho=rho, values=values)
+        after_full, after_win = full.column("v_tbc"), windowed.column("v_tbc")
+        delta_m = np.abs(after_full[m - full.head] - before_full[m - full.head]).max()
+        bound += eps * delta_m
+        below = np.concatenate([np.arange(f, si) for f, si in zip(first, s, strict=True)]) - full.head
+        below = np.setdiff1d(below, np.concatenate([np.arange(si, mi + 1) for si, mi in zip(s, m, strict=True)]))
+        untouched += len(below)
+        np.testing.assert_array_equal(after_win[below], before_win[below])
+        assert np.abs(after_win - after_full).max() <= bound + 1e-12
+    assert untouched > 0 and bound > 0
