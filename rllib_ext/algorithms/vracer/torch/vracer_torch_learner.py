@@ -9,7 +9,8 @@ Per sampled step k (stored: s_k, a_k, μ_k, V̂^tbc_k and Q̂^ret_k = r̂_{k+1} 
   near_k is Rule 1 (1/c_max < ρ_k < c_max); Rule 1 clips policy and value gradients (§4).
 
 After the update the pre-update ρ_k and V^w(s_k) are written back, and V̂^tbc is corrected for
-step k and all prior steps of its episode with Eq. (8) (Algorithm 3); for the last step of a
+step k and the prior steps of its episode with Eq. (8) (Algorithm 3; down to where the
+correction has shrunk below ``retrace_tolerance``, see ``ReplayMemory``); for the last step of a
 truncated episode V^w(s_T) is refreshed too (the paper computes it once, at storage). The
 states s_T of those rows are appended to the minibatch's forward pass (their outputs take no
 part in the loss), so V^w(s_T) comes from the same pre-update network as the stored V^w(s_k)
@@ -71,9 +72,10 @@ class VRACERTorchLearner(ReFERTorchLearner):
         last = batch["truncated_last"]
         if not bool(last.any()):
             self._v_last = np.zeros(0)
-            return module.forward_train(batch)
+            return super()._forward_train(module, batch)
         B = batch[Columns.OBS].shape[0]
-        out = module.forward_train({**batch, Columns.OBS: torch.cat([batch[Columns.OBS], batch["next_obs"][last]])})
+        obs = torch.cat([batch[Columns.OBS], batch["next_obs"][last]])
+        out = super()._forward_train(module, {**batch, Columns.OBS: obs})
         self._v_last = out[Columns.VF_PREDS][B:].detach().cpu().numpy()
         return {k: v[:B] for k, v in out.items()}
 
