@@ -313,6 +313,9 @@ class ReplayMemory:
     def _window_starts(self, first: np.ndarray, m: np.ndarray, chunk: int = 64) -> np.ndarray:
         """Per episode, the largest s in [first, m] with Π_{i=s}^{m−1} γρ̄_i ≤ ε (``first`` if none).
 
+        Episodes with at most ``chunk`` steps before m get s = ``first`` without a search (the
+        full recompute, which the bound allows).
+
         Args:
             first: Logical index of each episode's first step.
             m: Its earliest sampled step.
@@ -321,7 +324,9 @@ class ReplayMemory:
         tol, c = self.retrace_tolerance, self._cols
         s = m.copy()
         prod = np.ones(len(m))
-        todo = np.flatnonzero(m > first)
+        short = m - first <= chunk  # too few prior steps to be worth the search: all of them
+        s[short] = first[short]
+        todo = np.flatnonzero(~short)
         offsets = np.arange(1, chunk + 1)
         while len(todo):
             hi = s[todo]
