@@ -310,25 +310,28 @@ class ReplayMemory:
             c["rewards"][rows] * self.reward_scale, c["v"][rows], c["rho"][rows], self.gamma, last, bound
         )
 
-    def _window_starts(self, first: np.ndarray, m: np.ndarray, chunk: int = 64) -> np.ndarray:
+    def _window_starts(self, first: np.ndarray, m: np.ndarray, chunk: int = 64, min_prefix: int = 256) -> np.ndarray:
         """Per episode, the largest s in [first, m] with Π_{i=s}^{m−1} γρ̄_i ≤ ε (``first`` if none).
 
-        Episodes with at most ``chunk`` steps before m get s = ``first`` without a search (the
-        full recompute, which the bound allows).
+        Episodes with at most ``min_prefix`` steps before m get s = ``first`` without a search
+        (the full recompute, which the bound allows): in small memories sampled densely (a few
+        samples per episode and minibatch) the search cost more than the rows it saved.
 
         Args:
             first: Logical index of each episode's first step.
             m: Its earliest sampled step.
-            chunk: Steps examined per episode and pass (going back from m).
+            chunk: Steps examined per episode in the first pass (going back from m); each
+                further pass examines twice as many.
+            min_prefix: Shortest prefix (steps before m) that is searched.
         """
         tol, c = self.retrace_tolerance, self._cols
         s = m.copy()
         prod = np.ones(len(m))
-        short = m - first <= chunk  # too few prior steps to be worth the search: all of them
+        short = m - first <= min_prefix
         s[short] = first[short]
         todo = np.flatnonzero(~short)
-        offsets = np.arange(1, chunk + 1)
         while len(todo):
+            offsets = np.arange(1, chunk + 1)
             hi = s[todo]
             rows = hi[:, None] - offsets  # hi−1, hi−2, … (descending)
             valid = rows >= first[todo, None]
@@ -342,6 +345,7 @@ class ReplayMemory:
             s[todo[~found]] = lo[~found]
             prod[todo[~found]] = cum[~found, -1]
             todo = todo[~found & (lo > first[todo])]
+            chunk *= 2  # fewer passes where ρ̄ ≈ 1 makes the window long
         return s
 
     def recompute_all_targets(self) -> None:

@@ -164,7 +164,7 @@ def test_write_back_window_stays_within_its_bound_of_the_full_recompute():
     """Eq. (8)'s correction below an episode's earliest sampled step m stops at the first s with
     Π_{i=s}^{m−1} γρ̄_i ≤ ε: each write-back leaves the steps below s off from the full recompute
     (ε = 0, the paper's Algorithm 3) by at most ε·|Δ_m|, Δ_m the correction at m; deviations add up
-    at most. The window is the largest such s (a prefix of ≤ 64 steps is recomputed whole), and
+    at most. The window is the largest such s (a prefix of ≤ 256 steps is recomputed whole), and
     steps below it are left as they were."""
     rng = np.random.default_rng(6)
     eps = 1e-4
@@ -188,7 +188,7 @@ def test_write_back_window_stays_within_its_bound_of_the_full_recompute():
         rho_all = windowed.column("rho")
         for si, mi, fi in zip(s, m, first, strict=True):
             c = 0.99 * np.minimum(1.0, rho_all[si - full.head : mi - full.head])
-            if mi - fi <= 64:  # short prefixes are recomputed whole, without a search
+            if mi - fi <= 256:  # short prefixes are recomputed whole, without a search
                 assert si == fi
                 continue
             assert si == fi or np.prod(c) <= eps
