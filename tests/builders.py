@@ -85,3 +85,44 @@ def small_aesrl_config(**training):
         .reporting(min_time_s_per_iteration=None)
         .debugging(seed=0)
     )
+
+
+def small_refer_learner(config_cls, obs_dim=3, act_dim=2, **training):
+    """A built paper-003 learner (VRACER_EXT, DDPG_EXT or NAF_EXT) in this process, without Ray.
+
+    ``config_cls`` is ``VRACERConfig``, ``DDPGConfig`` or ``NAFConfig``; the spaces are Box(-1, 1)
+    of ``obs_dim`` and ``act_dim``; N_start 1, N 1000, B 8 unless ``training`` says otherwise.
+    RLlib's ``AlgorithmConfig.build_learner`` builds the RLModule, the optimizers, the target
+    networks and the replay memory, and starts no Ray.
+    """
+    import gymnasium as gym
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    training = {"n_start": 1, "replay_capacity": 1000, "train_batch_size_per_learner": 8, **training}
+    spaces = {DEFAULT_MODULE_ID: (gym.spaces.Box(-1, 1, (obs_dim,)), gym.spaces.Box(-1, 1, (act_dim,)))}
+    return config_cls().training(**training).debugging(seed=0).build_learner(spaces=spaces)
+
+
+def refer_loss_gradients(learner, batch, beta=None):
+    """(loss, {parameter name: gradient}) of one evaluation of the learner's loss on ``batch``.
+
+    Runs the module's ``forward_train`` and the learner's ``compute_loss_for_module`` as
+    ``Learner.update`` does, with β of Eq. (10) set to ``beta`` when given; no optimizer step.
+    A parameter the loss does not reach gets a zero gradient.
+    """
+    import torch
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    if beta is not None:
+        learner.refer.beta = beta
+    module = learner.module[DEFAULT_MODULE_ID]
+    module.zero_grad(set_to_none=True)
+    loss = learner.compute_loss_for_module(
+        module_id=DEFAULT_MODULE_ID,
+        config=learner.config.get_config_for_module(DEFAULT_MODULE_ID),
+        batch=batch,
+        fwd_out=module.forward_train(batch),
+    )
+    loss.backward()
+    grads = {n: (torch.zeros_like(p) if p.grad is None else p.grad.clone()) for n, p in module.named_parameters()}
+    return loss.detach(), grads

@@ -260,6 +260,14 @@ MEASUREMENT_TABLES = {
             ("r_sat", "runners at driver saturation", "{:.0f}"),
         ),
     },
+    "refer_learner_speed": {
+        "title": "ReF-ER learners' gradient steps at B 256, one torch thread (`benchmarks/refer_learner_speed.py`)",
+        "keys": ("algorithm", "episode_len", "code", "note"),
+        "values": (
+            ("ms_per_step", "ms/step", "{:.2f}"),
+            ("steps_per_s", "steps/s", "{:.0f}"),
+        ),
+    },
     "cves_variance": {
         "title": "CV-ES gradient variance at a fixed θ (`benchmarks/cves_variance_real.py`)",
         "keys": ("env", "pg_baseline", "gamma", "eta_lr", "batches"),

@@ -11,7 +11,7 @@ of Ray actors, all on top of the black-box engine (:mod:`rllib_ext.common.blackb
   reference code does), and its trained parameters come back (the one d-vector result). A
   *mean* job evaluates the population mean μ without noise (f(μ), see AESRL's
   ``mean_fitness``).
-- **The replay actor** (:data:`~rllib_ext.common.replay.transitions.ReplayActor`, capacity 2e5,
+- **The replay actor** (:data:`~rllib_ext.common.transitions.ReplayActor`, capacity 2e5,
   App. C.1): filled by every evaluation, sampled by the critic worker and RL individuals.
 - **The critic worker** (:class:`CriticWorker`): the shared TD3 twin critic, trained in its own
   process (AES-RL: continuously, in parallel; CEM-RL: between generations).
@@ -41,9 +41,9 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig, BlackBoxEnvRunner
 from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, IndividualJob, Job, Payload
 from rllib_ext.common.population import gaussian_individual
-from rllib_ext.common.replay.transitions import ReplayActor
 from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
+from rllib_ext.common.transitions import ReplayActor
 from rllib_ext.common.validation import CONTINUOUS
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,8 @@
-"""The registry: well-formed entries, configs by name, lazy exports."""
+"""The registry: well-formed entries, one algorithms/ folder per name, configs by name, lazy exports."""
 
 from __future__ import annotations
+
+import pathlib
 
 import pytest
 
@@ -21,6 +23,15 @@ def test_registry_entries_are_well_formed():
         assert in_papers or spec.paper.endswith(registry.NOT_IN_PAPERS), spec.paper
         assert spec.summary
     assert not registry.import_errors(), registry.import_errors()
+
+
+def test_algorithms_holds_exactly_the_registered_names():
+    """One ``algorithms/<algo>/`` per registered name, as in RLlib; family bases live in ``common/``."""
+    root = pathlib.Path(rllib_ext.__file__).parent / "algorithms"
+    folders = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    homes = {spec.algo_path.split(".")[2] for spec in registry.ALGORITHMS.values()}
+    assert len(homes) == len(registry.ALGORITHMS)
+    assert folders == homes
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -5,7 +5,7 @@ policy network m^w and a critic Q^w' (2×128 Softsign each) with soft-updated ta
 critic L2 weight decay 1e-4; policy lr 1e-5, critic lr 1e-4; B 128. Exploration: Gaussian
 σ 0.2 with ReF-ER (also the behaviour μ for ρ and D_KL), Ornstein–Uhlenbeck noise (σ 0.2,
 θ 0.15) in ``er``/``per`` modes. Sampling, storage and the update loop are shared with
-VRACER_EXT (:mod:`rllib_ext.algorithms.refer.refer`); the loss is in
+VRACER_EXT (:mod:`rllib_ext.common.refer`); the loss is in
 ``torch/ddpg_torch_learner.py``.
 
 Checkpoints hold the networks (trained and target), both optimizers, β, t and k, the state
@@ -20,16 +20,18 @@ from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.refer import ReFERAlgorithm, ReFERQConfig
+from rllib_ext.common.refer.algorithm import ReFERAlgorithm
+from rllib_ext.common.refer.config import ReFERQConfig
 
 
 class DDPGConfig(ReFERQConfig):
     """DDPG_EXT's configuration (paper 003 App. A).
 
-    Settings beyond :class:`~rllib_ext.algorithms.refer.refer.ReFERQConfig`: ``actor_lr``
+    Settings beyond :class:`~rllib_ext.common.refer.config.ReFERQConfig`: ``actor_lr``
     (1e-5), ``critic_lr`` (1e-4; ``lr`` is unused), ``critic_weight_decay`` (1e-4), ``ou_theta``
     (0.15) and ``ou_sigma`` (0.2) of the OU noise used in ``er``/``per`` modes. Both learning
-    rates are annealed with Eq. (13); β's step (Eq. 12, "the NN's learning rate") is the policy
+    rates are annealed with Eq. (13) in the ReF-ER modes (not with ``er``/``per``); β's step
+    (Eq. 12) is ``refer_beta_rate`` (1e-4); with ``refer_beta_rate=None`` it is the policy
     network's η(t), since β weighs the policy gradient (Algorithm 4).
     """
 

@@ -21,8 +21,8 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.modules import TARGET_PREFIX, GaussianExplorationModule
-from rllib_ext.algorithms.refer.networks import paper_mlp
+from rllib_ext.common.refer.networks import paper_mlp
+from rllib_ext.common.refer.rl_module import TARGET_PREFIX, GaussianExplorationModule
 
 DDPG_MEAN = "ddpg_mean"
 
@@ -49,13 +49,28 @@ class DDPGTorchRLModule(GaussianExplorationModule):
         actor = getattr(self, TARGET_PREFIX + "actor") if target else self.actor
         return torch.tanh(actor(self.flat_obs(obs)))
 
-    def q_value(self, obs: torch.Tensor, actions: torch.Tensor, target: bool = False, params=None) -> torch.Tensor:
-        """Q^w'(s, a) (or the target critic's); ``params`` evaluates the critic with other
-        (e.g. detached) parameters, so that the DPG does not train the critic."""
+    def q_value(
+        self, obs: torch.Tensor, actions: torch.Tensor, target: bool = False, params=None, frozen: bool = False
+    ) -> torch.Tensor:
+        """Q^w'(s, a) (or the target critic's).
+
+        ``frozen`` evaluates the critic with its weights held constant (no gradient reaches
+        them, the gradient with respect to ``actions`` is unchanged), so that the DPG does not
+        train the critic; ``params`` evaluates it with other (e.g. detached) parameters.
+        """
         critic = getattr(self, TARGET_PREFIX + "critic") if target else self.critic
         x = torch.cat([self.flat_obs(obs), actions], -1)
         if params is not None:
             return torch.func.functional_call(critic, params, (x,))[:, 0]
+        if frozen:
+            trained = [p for p in critic.parameters() if p.requires_grad]
+            for p in trained:
+                p.requires_grad_(False)
+            try:
+                return critic(x)[:, 0]
+            finally:
+                for p in trained:
+                    p.requires_grad_(True)
         return critic(x)[:, 0]
 
     @override(GaussianExplorationModule)

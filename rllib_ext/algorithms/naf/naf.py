@@ -4,7 +4,7 @@ Novati & Koumoutsakos (ICML 2019), ``../shared/papers/003_e2e49ddc84a31194.txt``
 gives V^w, m^w and L^w, Q^w = V − (a−m)ᵀLLᵀ(a−m) (Eq. 4), trained with the Q-learning target of
 a soft-updated target network (τ 0.01) under ReF-ER (Eq. 10-13); exploration
 π = m + N(0, 0.2²I). Sampling, storage and the update loop are shared with VRACER_EXT
-(:mod:`rllib_ext.algorithms.refer.refer`); the loss is in ``torch/naf_torch_learner.py``.
+(:mod:`rllib_ext.common.refer`); the loss is in ``torch/naf_torch_learner.py``.
 
 Checkpoints hold the networks (trained and target), the optimizer, β, t and k, the state
 statistics and the reward scale; not the replay memory's contents.
@@ -12,19 +12,49 @@ statistics and the reward scale; not the replay memory's contents.
 
 from __future__ import annotations
 
+from typing import Self
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.refer import ReFERAlgorithm, ReFERQConfig
+from rllib_ext.common.refer.algorithm import ReFERAlgorithm
+from rllib_ext.common.refer.config import ReFERQConfig
+
+#: Values of ``naf_beta_placement``: where β of Eq. (10) acts (``torch/naf_torch_learner.py``).
+BETA_PLACEMENTS = ("mean", "whole")
 
 
 class NAFConfig(ReFERQConfig):
     """NAF_EXT's configuration: paper 003 App. A (η 1e-4, B 256, γ 0.995, N 2^18, τ 0.01,
-    σ 0.2) and the ReF-ER settings of :class:`~rllib_ext.algorithms.refer.refer.ReFERConfig`."""
+    σ 0.2) and the ReF-ER settings of :class:`~rllib_ext.common.refer.config.ReFERConfig`.
+
+    Adds ``naf_beta_placement``: ``"mean"`` (default; as smarties' NAF, β and the D_KL penalty
+    of Eq. 10 act on the gradient of the policy mean m only, V and L learn from the full
+    Rule-1-masked TD error) or ``"whole"`` (β multiplies the whole Q-learning loss).
+    """
 
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or NAF)
+        self.naf_beta_placement = "mean"
+
+    @override(ReFERQConfig)
+    def training(self, *, naf_beta_placement: str | None = NotProvided, **kwargs) -> Self:
+        """Sets ``naf_beta_placement`` and the settings of :class:`ReFERQConfig`."""
+        super().training(**kwargs)
+        if naf_beta_placement is not NotProvided:
+            self.naf_beta_placement = naf_beta_placement
+        return self
+
+    @override(ReFERQConfig)
+    def validate(self) -> None:
+        """ReFERQConfig's checks plus a known ``naf_beta_placement``."""
+        super().validate()
+        if self.naf_beta_placement not in BETA_PLACEMENTS:
+            self._value_error(
+                f"`naf_beta_placement` must be one of {', '.join(BETA_PLACEMENTS)}, got {self.naf_beta_placement!r}"
+            )
 
     @override(ReFERQConfig)
     def get_default_learner_class(self):

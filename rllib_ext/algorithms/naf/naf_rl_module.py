@@ -17,8 +17,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 from torch import nn
 
-from rllib_ext.algorithms.refer.modules import TARGET_PREFIX, GaussianExplorationModule
-from rllib_ext.algorithms.refer.networks import paper_mlp
+from rllib_ext.common.refer.networks import paper_mlp
+from rllib_ext.common.refer.rl_module import TARGET_PREFIX, GaussianExplorationModule
 
 NAF_V = "naf_v"
 NAF_MEAN = "naf_mean"

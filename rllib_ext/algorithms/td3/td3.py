@@ -16,7 +16,7 @@ Data flow per :meth:`TD3.training_step`:
    ``num_env_steps_sampled_lifetime``, known exactly on the driver) is below ``initial_steps``
    (``random_actions=True``), then π(s) plus Gaussian noise (:mod:`.td3_rl_module`).
 2. The episode chunks go to the Learner (:mod:`.td3_learner`), which turns them into
-   transitions in its :class:`~rllib_ext.common.replay.TransitionBuffer` and takes
+   transitions in its :class:`~rllib_ext.common.transitions.TransitionBuffer` and takes
    ``updates_per_env_step`` TD3 iterations per env step stored after ``initial_steps``
    (:class:`~rllib_ext.common.td3.TD3Updater`: critic every iteration, actor and targets every
    ``policy_delay``-th).

@@ -1,7 +1,7 @@
 """The Learner side of TD3_EXT: replay, the update schedule, metrics and checkpoint state.
 
 :meth:`TD3Learner.td3_train` receives the env runners' episode chunks, stores their
-transitions in a :class:`~rllib_ext.common.replay.TransitionBuffer` (capacity
+transitions in a :class:`~rllib_ext.common.transitions.TransitionBuffer` (capacity
 ``replay_capacity``), and takes ``updates_per_env_step`` TD3 iterations per env step stored
 once ``initial_steps`` env steps have been seen (TD3's "for t ≥ start_timesteps: train"),
 never before the buffer holds one minibatch. All minibatches due in one call are drawn from
@@ -26,7 +26,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import StateDict
 
-from rllib_ext.common.replay import TransitionBuffer
+from rllib_ext.common.transitions import TransitionBuffer
 
 STATE_KEY = "td3"
 

@@ -5,7 +5,7 @@ Novati & Koumoutsakos (ICML 2019), ``../shared/papers/003_e2e49ddc84a31194.txt``
 trained with the off-policy policy gradient (Eq. 5), the value with the Retrace/TBC target
 V̂^tbc (Eq. 6-9) stored and refreshed in the replay memory, under ReF-ER's Rules 1-2 (Eq. 10-13).
 Sampling, storage and the update loop are shared with DDPG_EXT and NAF_EXT
-(:mod:`rllib_ext.algorithms.refer.refer`); the loss is in ``torch/vracer_torch_learner.py``.
+(:mod:`rllib_ext.common.refer`); the loss is in ``torch/vracer_torch_learner.py``.
 
 Checkpoints hold the network, the optimizer, β, the annealing step t and the gradient-step
 count, the state statistics and the reward scale; **not the replay memory's contents** (after a
@@ -22,14 +22,15 @@ from __future__ import annotations
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.refer import ReFERAlgorithm, ReFERConfig
+from rllib_ext.common.refer.algorithm import ReFERAlgorithm
+from rllib_ext.common.refer.config import ReFERConfig
 
 
 class VRACERConfig(ReFERConfig):
     """VRACER_EXT's configuration: paper 003 App. A (γ 0.995, B 256, η 1e-4, F 1, N 2^18,
-    C 4, A 5e-7, D 0.1); see :class:`~rllib_ext.algorithms.refer.refer.ReFERConfig` for the
+    C 4, A 5e-7, D 0.1); see :class:`~rllib_ext.common.refer.config.ReFERConfig` for the
     settings. Network: ``model_config`` keys ``fcnet_hiddens`` ([128, 128]) and ``init_sigma``
-    (0.2)."""
+    (σ of the initial policy, √0.2 ≈ 0.447: the paper's Σ = 0.2 I is a covariance)."""
 
     def __init__(self, algo_class=None):
         """App. A defaults."""
@@ -39,7 +40,9 @@ class VRACERConfig(ReFERConfig):
     def validate(self) -> None:
         """ReFERConfig's checks plus σ > 0 of the initial policy (``model_config["init_sigma"]``)."""
         super().validate()
-        sigma = self.model_config.get("init_sigma", 0.2)
+        from rllib_ext.algorithms.vracer.vracer_rl_module import INIT_SIGMA
+
+        sigma = self.model_config.get("init_sigma", INIT_SIGMA)
         if not isinstance(sigma, (int, float)) or isinstance(sigma, bool) or not sigma > 0:
             self._value_error(f"`model_config['init_sigma']` (σ of the initial policy) must be > 0, got {sigma!r}")
 

@@ -5,18 +5,20 @@ Gaussian policy π^w(a|s)" (§2); "the values of the diagonal covariance matrix 
 all states and initialized to Σ = 0.2 I. To ensure that Σ is positive definite, the respective
 NN outputs are mapped onto R+ by a Softplus rectifier" (App. A).
 
-Σ: the paper writes Σ = 0.2 I for the covariance; smarties (the authors' code) documents its
-``explNoise`` = 0.2 as "initial value of diagonal std vectors". We follow smarties: σ =
-softplus(w_σ), initialized at σ = 0.2 (``model_config["init_sigma"]``). ``action_dist_inputs``
+Σ: the paper's Σ = 0.2 I is a covariance, so σ = √0.2 ≈ 0.447 per action dimension; smarties'
+V-RACER uses the same (``--explNoise 0.447214`` in the paper-era ``settings_VRACER.sh``,
+0.4472135955 in today's ``settings/default.json``; its 0.2 is DPG's and NAF's σ). σ =
+softplus(w_σ), initialized at σ = √0.2 (``model_config["init_sigma"]``). ``action_dist_inputs``
 are RLlib's (m, log σ); exploration samples a normal truncated at ±3σ
-(:class:`~rllib_ext.algorithms.refer.distributions.TruncatedDiagGaussian`), ``explore=False``
+(:class:`~rllib_ext.common.refer.distributions.TruncatedDiagGaussian`), ``explore=False``
 acts with m. States are standardized with the memory's μ_s, σ_s (App. B; module buffers).
 
-model_config keys: ``fcnet_hiddens`` (default [128, 128]), ``init_sigma`` (0.2).
+model_config keys: ``fcnet_hiddens`` (default [128, 128]), ``init_sigma`` (√0.2, :data:`INIT_SIGMA`).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -27,8 +29,11 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 from torch import nn
 
-from rllib_ext.algorithms.refer.modules import ReFERModuleMixin
-from rllib_ext.algorithms.refer.networks import Standardizer, paper_mlp, softplus_inverse
+from rllib_ext.common.refer.networks import Standardizer, paper_mlp, softplus_inverse
+from rllib_ext.common.refer.rl_module import ReFERModuleMixin
+
+#: σ of the initial policy: √0.2, the std of the paper's covariance Σ = 0.2 I (App. A).
+INIT_SIGMA = math.sqrt(0.2)
 
 
 class VRACERTorchRLModule(ReFERModuleMixin, TorchRLModule, ValueFunctionAPI):
@@ -43,7 +48,7 @@ class VRACERTorchRLModule(ReFERModuleMixin, TorchRLModule, ValueFunctionAPI):
         self.act_dim = int(np.prod(self.action_space.shape))
         self.standardize = Standardizer(self.obs_dim)
         self.net = paper_mlp(self.obs_dim, hidden, 1 + self.act_dim)  # [V, m]
-        init = softplus_inverse(float(cfg.get("init_sigma", 0.2)))
+        init = softplus_inverse(float(cfg.get("init_sigma", INIT_SIGMA)))  # Σ = 0.2 I, App. A
         self.sigma_param = nn.Parameter(torch.full((self.act_dim,), init))
 
     def value_and_policy(self, obs: torch.Tensor):

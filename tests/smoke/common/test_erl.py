@@ -10,7 +10,7 @@ from tests.builders import small_aesrl_config
 def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     from rllib_ext.common.blackbox import Call, EvaluationJob, IndividualJob
     from rllib_ext.common.erl import ERLEnvRunner, ERLPayload
-    from rllib_ext.common.replay.transitions import ReplayActor
+    from rllib_ext.common.transitions import ReplayActor
 
     cfg = small_aesrl_config()
     runner = ERLEnvRunner(config=cfg)

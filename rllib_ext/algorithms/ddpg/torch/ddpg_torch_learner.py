@@ -10,7 +10,7 @@ Per sampled step k with ρ_k = π^w(a_k|s_k)/μ_k(a_k|s_k), π^w = N(m^w(s_k), �
   β and the penalty act on the policy-network only).
 
 Two optimizers: the policy at ``actor_lr`` (1e-5) and the critic at ``critic_lr`` (1e-4), both
-annealed with Eq. (13). The target networks move by τ after each step.
+annealed with Eq. (13) in the ReF-ER modes. The target networks move by τ after each step.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.ddpg.ddpg_rl_module import DDPG_MEAN
-from rllib_ext.algorithms.refer.torch.refer_torch_learner import ReFERTorchLearner
-from rllib_ext.common.replay.rules import refer_loss
+from rllib_ext.common.refer.rules import refer_loss
+from rllib_ext.common.refer.torch_learner import ReFERTorchLearner
 
 
 class DDPGTorchLearner(ReFERTorchLearner):
@@ -57,8 +57,7 @@ class DDPGTorchLearner(ReFERTorchLearner):
         critic_loss = refer_loss(critic_i, kl, near, 1.0, rule1=refer.rule1, rule2=False, weights=weights)
         decay = 0.5 * config.critic_weight_decay * sum((p**2).sum() for p in module.critic.parameters())
 
-        frozen = {name: p.detach() for name, p in module.critic.named_parameters()}
-        dpg_i = -module.q_value(obs, mean, params=frozen)  # Eq. (3)
+        dpg_i = -module.q_value(obs, mean, frozen=True)  # Eq. (3), the critic's weights held constant
         actor_loss = refer_loss(dpg_i, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
 
         self._stash = {"rho": rho.detach().cpu().numpy(), "td": (q_hat - q).detach().cpu().numpy()}

@@ -2,10 +2,22 @@
 
 Per sampled step k: Q^w(s_k, a_k) from Eq. (4); the Q-learning target
 q̂_k = r̂_{k+1} + γ V^w̃(s_{k+1}) with the target network w̃ (V is max_a Q; 0 after a terminal
-state); L^Q_k = ½ (Q^w(s_k, a_k) − q̂_k)² (Eq. 2). ReF-ER: β·mean[near_k·L^Q_k] +
-(1−β)·mean[D_KL(μ_k ‖ π^w)] with π^w = N(m^w(s_k), σ²I) (Eq. 10-11). After the update the
-target network moves by τ (ReFERTorchLearner.after_gradient_based_update), and ρ_k and the TD
-error are written back (rank-based PER uses it).
+state); L^Q_k = ½ (Q^w(s_k, a_k) − q̂_k)² (Eq. 2). π^w = N(m^w(s_k), σ²I) gives ρ_k and
+D_KL(μ_k ‖ π^w) (Eq. 11); near_k is Rule 1.
+
+Where β of Eq. (10) acts (``naf_beta_placement``; the paper's Eq. 10 is generic):
+
+* ``"mean"`` (default, as smarties' NAF, both at the paper's commit and today: ``NAF::Train``
+  blends β and the penalty only into the gradient of the policy-mean outputs,
+  ``grad[m_i] = β·grad[m_i] + (1−β)·penG[i]``, while V and L keep the full Rule-1-masked TD error):
+  mean[near·½(Q(V, L, m̄) − q̂)²] + β·mean[near·½(Q(V̄, L̄, m) − q̂)²] + (1−β)·mean[D_KL], where
+  the bar is "held constant" (detached). Each output gets exactly its partial derivative of
+  ½(Q − q̂)², so without Rule 2 (β = 1) the gradient is that of mean[near·L^Q_k] (the loss's
+  value counts the TD term twice; the logged ``q_loss`` is mean[L^Q_k]).
+* ``"whole"``: β·mean[near_k·L^Q_k] + (1−β)·mean[D_KL] (β also slows V and L).
+
+After the update the target network moves by τ (ReFERTorchLearner.after_gradient_based_update),
+and ρ_k and the TD error are written back (rank-based PER uses it).
 """
 
 from __future__ import annotations
@@ -17,8 +29,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.naf.naf_rl_module import NAF_L, NAF_MEAN, NAF_V
-from rllib_ext.algorithms.refer.torch.refer_torch_learner import ReFERTorchLearner
-from rllib_ext.common.replay.rules import refer_loss
+from rllib_ext.common.refer.rules import refer_loss
+from rllib_ext.common.refer.torch_learner import ReFERTorchLearner
 
 
 class NAFTorchLearner(ReFERTorchLearner):
@@ -28,10 +40,10 @@ class NAFTorchLearner(ReFERTorchLearner):
     def compute_loss_for_module(
         self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
     ) -> torch.Tensor:
-        """β·mean[near·½(Q − q̂)²] + (1−β)·mean[D_KL(μ‖π)] (Eq. 2, 4, 10, 11)."""
+        """Q-learning loss (Eq. 2, 4) with Rule 1, β on the gradient of m (module docstring), D_KL."""
         module = self.module[module_id].unwrapped()
-        mean = fwd_out[NAF_MEAN]
-        q = module.q_value(fwd_out[NAF_V], mean, fwd_out[NAF_L], batch[Columns.ACTIONS])  # Eq. (4)
+        v, mean, L, actions = fwd_out[NAF_V], fwd_out[NAF_MEAN], fwd_out[NAF_L], batch[Columns.ACTIONS]
+        q = module.q_value(v, mean, L, actions)  # Eq. (4)
         with torch.no_grad():
             v_next = module.naf_outputs(batch["next_obs"], target=True)[0]
             q_hat = batch["rewards"] + config.gamma * (1.0 - batch["terminated"].float()) * v_next
@@ -39,7 +51,15 @@ class NAFTorchLearner(ReFERTorchLearner):
         rho, kl, near = self.rho_kl(batch, mean, torch.full_like(mean, module.sigma))
         refer = self.refer
         weights = batch["weights"] if config.replay_mode == "per" else None
-        loss = refer_loss(q_loss, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
+        shared = {"rule1": refer.rule1, "weights": weights}
+        if config.naf_beta_placement == "whole":
+            loss = refer_loss(q_loss, kl, near, refer.beta, rule2=refer.rule2, **shared)  # Eq. (10)
+        else:  # as smarties: β and the penalty act on m only; V and L get the full TD gradient
+            q_vl = module.q_value(v, mean.detach(), L, actions)  # gradient to V and L
+            q_m = module.q_value(v.detach(), mean, L.detach(), actions)  # gradient to m
+            vl_loss = refer_loss(0.5 * (q_vl - q_hat) ** 2, kl, near, 1.0, rule2=False, **shared)  # Rule 1
+            m_loss = refer_loss(0.5 * (q_m - q_hat) ** 2, kl, near, refer.beta, rule2=refer.rule2, **shared)
+            loss = vl_loss + m_loss  # Eq. (2), (10)
         self._stash = {"rho": rho.detach().cpu().numpy(), "td": (q_hat - q).detach().cpu().numpy()}
         self.log_batch_metrics(module_id, kl=kl.detach(), near=near, rho=rho.detach(), q_loss=q_loss.detach().mean())
         return loss

@@ -9,8 +9,12 @@ Per sampled step k (stored: s_k, a_k, μ_k, V̂^tbc_k and Q̂^ret_k = r̂_{k+1} 
   near_k is Rule 1 (1/c_max < ρ_k < c_max); Rule 1 clips policy and value gradients (§4).
 
 After the update the pre-update ρ_k and V^w(s_k) are written back, and V̂^tbc is corrected for
-step k and all prior steps of its episode with Eq. (8) (Algorithm 3); for the last step of a
-truncated episode V^w(s_T) is refreshed too (the paper computes it once, at storage).
+step k and the prior steps of its episode with Eq. (8) (Algorithm 3; down to where the
+correction has shrunk below ``retrace_tolerance``, see ``ReplayMemory``); for the last step of a
+truncated episode V^w(s_T) is refreshed too (the paper computes it once, at storage). The
+states s_T of those rows are appended to the minibatch's forward pass (their outputs take no
+part in the loss), so V^w(s_T) comes from the same pre-update network as the stored V^w(s_k)
+(before issue 19's speedup: a second forward pass after the update).
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.refer.refer_learner import ReFERLearner
-from rllib_ext.algorithms.refer.torch.refer_torch_learner import LOG_RHO_MAX, ReFERTorchLearner, split_mu
-from rllib_ext.common.replay.rules import diag_gaussian_log_rho, refer_loss
+from rllib_ext.common.refer.learner import ReFERLearner
+from rllib_ext.common.refer.rules import diag_gaussian_log_rho, refer_loss
+from rllib_ext.common.refer.torch_learner import LOG_RHO_MAX, ReFERTorchLearner, split_mu
 
 
 class VRACERTorchLearner(ReFERTorchLearner):
@@ -58,6 +62,23 @@ class VRACERTorchLearner(ReFERTorchLearner):
         )
         return loss
 
+    @override(ReFERTorchLearner)
+    def _forward_train(self, module, batch: dict[str, Any]) -> dict[str, Any]:
+        """``forward_train`` on the minibatch plus the s_T of its truncated episodes' last steps.
+
+        The outputs of the appended rows are cut off (kept as :attr:`_v_last`, detached, for
+        :meth:`_write_back`); the loss sees the B rows of the minibatch only.
+        """
+        last = batch["truncated_last"]
+        if not bool(last.any()):
+            self._v_last = np.zeros(0)
+            return super()._forward_train(module, batch)
+        B = batch[Columns.OBS].shape[0]
+        obs = torch.cat([batch[Columns.OBS], batch["next_obs"][last]])
+        out = super()._forward_train(module, {**batch, Columns.OBS: obs})
+        self._v_last = out[Columns.VF_PREDS][B:].detach().cpu().numpy()
+        return {k: v[:B] for k, v in out.items()}
+
     def _rl_module(self):
         return next(iter(self.module._rl_modules.values())).unwrapped()
 
@@ -78,13 +99,16 @@ class VRACERTorchLearner(ReFERTorchLearner):
         """Stores ρ_k, V(s_k); refreshes V(s_T) of truncated episodes; Eq. (8) (Algorithm 3)."""
         v_boot = None
         last = sample["truncated_last"]
+        v_last, self._v_last = getattr(self, "_v_last", None), None
         if last.any():
-            with torch.no_grad():
-                v_last = self._rl_module().value_and_policy(
-                    torch.as_tensor(sample["next_obs"][last], device=self._device)
-                )[0]
+            if v_last is None:  # the step went through RLlib's Learner.update: one more forward pass
+                with torch.no_grad():
+                    v_last = self._rl_module().value_and_policy(
+                        torch.as_tensor(sample["next_obs"][last], device=self._device)
+                    )[0]
+                v_last = v_last.cpu().numpy()
             v_boot = np.full(len(last), np.nan)
-            v_boot[last] = v_last.cpu().numpy()
+            v_boot[last] = v_last
         self.memory.write_back(
             sample["idx"],
             rho=self._stash["rho"],

@@ -1,4 +1,4 @@
-"""NAF's module (paper 003): Q is maximal at the mean (Eq. 4)."""
+"""NAF's module (paper 003): Q = V − (a − m)ᵀ L Lᵀ (a − m) (Eq. 4), maximal at the mean."""
 
 from __future__ import annotations
 
@@ -19,6 +19,12 @@ def test_naf_q_is_maximal_at_the_mean():
             p.add_(torch.randn_like(p))
         v, mean, L = m.naf_outputs(obs)
         assert torch.all(torch.triu(L, diagonal=1) == 0) and torch.all(torch.diagonal(L, dim1=1, dim2=2) > 0)
+        d = torch.randn_like(mean)
+        P = L @ L.transpose(1, 2)  # L Lᵀ
+        expected = v - (d[:, None, :] @ P @ d[:, :, None])[:, 0, 0]  # Eq. (4), as matrices
+        torch.testing.assert_close(m.q_value(v, mean, L, mean + d), expected, rtol=1e-5, atol=1e-5)
+        wrong = v - (d[:, None, :] @ L.transpose(1, 2) @ L @ d[:, :, None])[:, 0, 0]  # Lᵀ L: not Eq. (4)
+        assert not torch.allclose(expected, wrong, rtol=1e-3, atol=1e-3)
         q_at_mean = m.q_value(v, mean, L, mean)
         torch.testing.assert_close(q_at_mean, v)  # Eq. (4): Q(s, m) = V(s)
         for _ in range(20):

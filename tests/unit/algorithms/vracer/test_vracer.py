@@ -19,6 +19,10 @@ from rllib_ext.algorithms.vracer.vracer import VRACERConfig
         ("optimizer", "rmsprop", "optimizer"),
         ("n_start", 10**9, "n_start"),
         ("steps_per_update", 0, "steps_per_update"),
+        ("per_beta", 1.5, "per_beta"),
+        ("retrace_tolerance", 1.0, "retrace_tolerance"),
+        ("retrace_tolerance", -1e-6, "retrace_tolerance"),
+        ("per_beta_anneal_steps", 0, "per_beta_anneal_steps"),
     ],
 )
 def test_validate_rejects_bad_settings(setting, value, match):

@@ -11,15 +11,35 @@ the bootstrap value V(s_T) (0 after a terminal state).
 * FIFO by whole episodes: while the RM holds more than N steps, the oldest episode is removed
   (Algorithm 1; its "n_obs > N_start" is read as N, the RM size). The newest episode is never
   removed, even if it alone is longer than N.
-* n_far, the number of far-policy steps, is counted from the stored ρ (Rule 1, Eq. 12).
+* n_far, the number of far-policy steps, is counted from the stored ρ (Rule 1, Eq. 12). The
+  count is kept up to date as steps enter, leave or get a new ρ, against a reference c_max;
+  :meth:`far_fraction` recounts the whole memory when its c_max has moved more than
+  ``far_recount_tol`` (1e-4) from that reference. In between, the steps whose ρ (or 1/ρ) lies
+  between the two bounds are classified with the reference: c_max(t) of Eq. (13) falls by
+  C·A ≈ 2·10⁻⁶ per env step at the paper's settings, so the whole memory is recounted about
+  every 50 gradient steps, and a stale classification needs ρ within 10⁻⁴ of c_max.
 * Sampling: B uniform time steps (``er``, ``refer``, ``refer1``, ``refer2``) or rank-based
   prioritized (``per``, Schaul et al. 2016: P(i) ∝ rank(i)^-α by |TD error|, importance
   weights (N·P(i))^-β normalized by their maximum; ranks are re-sorted when episodes enter or
-  leave and every ``per_resort_interval`` write-backs). RLlib's
+  leave and every ``per_resort_interval`` write-backs). New steps get the largest stored |TD
+  error| (1 in an empty memory) and win ties, so they rank first, as Schaul et al.'s new
+  transitions get the maximal priority; the learner anneals β to 1 with
+  :func:`per_beta_schedule`. RLlib's
   ``PrioritizedEpisodeReplayBuffer`` is proportional (not rank-based) and samples episode
   chunks without per-step write-back of ρ and V, so it does not fit here.
 * :meth:`write_back` takes the new ρ and V of a minibatch and corrects V̂^tbc of the sampled
-  steps and of all prior steps of their episodes with Eq. (8) (Algorithm 3).
+  steps and of the prior steps of their episodes with Eq. (8) (Algorithm 3). Below an
+  episode's earliest sampled step m, a correction Δ_m of V̂^tbc_m reaches step t < m as
+  Δ_m·Π_{i=t}^{m−1} γρ̄_i (Eq. 8 is affine in V̂^tbc_{t+1} with slope γρ̄_t ≤ γ): it shrinks
+  geometrically and never vanishes (unless a ρ̄ is 0), so no exact method stops early. The
+  correction is applied down to the first step s (going back from m) where
+  Π_{i=s}^{m−1} γρ̄_i ≤ ``retrace_tolerance`` (ε, 10⁻⁶ by default; 0: down to the episode's
+  first step, as the paper's Algorithm 3); every step t < s keeps its V̂^tbc, off from the
+  full recompute by at most ε·|Δ_m| for this write-back. A later write-back whose window
+  covers t recomputes it from its successors. With 2^18 steps in episodes of 1000 (the
+  paper's MuJoCo setting) the full recompute touched ~10⁵ rows per minibatch (8 ms); the
+  window is about ln ε / ln(γ·mean ρ̄) steps (~130 at γρ̄ ≈ 0.9, ε = 10⁻⁶), and at most
+  ln ε / ln γ.
 * App. B: :meth:`state_stats` gives μ_s, σ_s of the stored states (Eq. 14-15);
   :meth:`update_reward_scale` refreshes σ_r = sqrt(mean r²) (Eq. 16) and rescales rewards
   r̂ = r/(σ_r + ε) in every target (stored V̂^tbc are recomputed then).
@@ -36,12 +56,27 @@ from typing import Any
 
 import numpy as np
 
-from rllib_ext.common.replay.retrace import retrace_tbc
-from rllib_ext.common.replay.rules import REPLAY_MODES, near_policy_mask
+from rllib_ext.common.refer.retrace import retrace_tbc
+from rllib_ext.common.refer.rules import REPLAY_MODES, near_policy_mask
 
-__all__ = ["ReplayMemory"]
+__all__ = ["ReplayMemory", "per_beta_schedule"]
 
 EPS = 1e-7  # ε of App. B
+
+
+def per_beta_schedule(beta0: float, step: int, horizon: int) -> float:
+    """PER's importance-sampling exponent β, annealed linearly from β_0 to 1 over ``horizon`` steps.
+
+    Schaul et al. (2016, §3.4) anneal β from its initial value to 1 by the end of learning, so
+    that the importance weights fully correct the prioritized sampling's bias when the policy
+    converges. β stays 1 after ``horizon`` steps.
+
+    Args:
+        beta0: β at step 0 (Schaul et al.: 0.5 with rank-based PER).
+        step: The gradient step k.
+        horizon: Gradient steps until β reaches 1 (>= 1).
+    """
+    return float(beta0 + (1.0 - beta0) * min(1.0, step / horizon))
 
 
 class ReplayMemory:
@@ -53,9 +88,14 @@ class ReplayMemory:
         mode: Replay mode (``"refer"``, ``"refer1"``, ``"refer2"``, ``"er"``, ``"per"``); only
             ``"per"`` changes sampling.
         per_alpha: α of rank-based PER (Schaul et al.: 0.7).
-        per_beta: β of PER's importance weights (Schaul et al.: 0.5).
+        per_beta: β of PER's importance weights (Schaul et al.: 0.5 at the start); the learner
+            anneals it to 1 (:func:`per_beta_schedule`) by setting this attribute.
         per_resort_interval: Write-backs between re-sorts of the PER ranks.
         seed: Seed of the sampler.
+        far_recount_tol: Change of c_max that makes :meth:`far_fraction` recount the whole
+            memory (module docstring); 0 recounts whenever c_max changes.
+        retrace_tolerance: ε of the write-back's window below the earliest sampled step of an
+            episode (module docstring); 0 corrects every prior step.
     """
 
     def __init__(
@@ -68,6 +108,8 @@ class ReplayMemory:
         per_beta: float = 0.5,
         per_resort_interval: int = 1000,
         seed: int | None = None,
+        far_recount_tol: float = 1e-4,
+        retrace_tolerance: float = 1e-6,
     ):
         if mode not in REPLAY_MODES:
             raise ValueError(f"Unknown replay mode {mode!r}; valid are {', '.join(REPLAY_MODES)}")
@@ -95,6 +137,12 @@ class ReplayMemory:
         self._per_cdf: np.ndarray | None = None
         self._per_order: np.ndarray | None = None
         self._writes_since_sort = 0
+        self.far_recount_tol = float(far_recount_tol)
+        if not 0.0 <= float(retrace_tolerance) < 1.0:
+            raise ValueError(f"retrace_tolerance must be in [0, 1), got {retrace_tolerance}")
+        self.retrace_tolerance = float(retrace_tolerance)
+        self._far_c: float | None = None  # the c_max of _far_count; None: not counted yet
+        self._far_count = 0
 
     # ------------------------------------------------------------------ sizes and storage
     def __len__(self) -> int:
@@ -192,7 +240,9 @@ class ReplayMemory:
         c["rewards"][sl] = np.asarray(rewards, dtype=np.float64)
         c["rho"][sl] = 1.0 if rho is None else np.asarray(rho, dtype=np.float64)
         c["v"][sl] = 0.0 if values is None else np.asarray(values, dtype=np.float64)
-        c["td"][sl] = c["td"][self.head - self._base : lo].max(initial=1.0) if len(self) else 1.0
+        # PER: new steps get the maximal priority, max |TD error| (Schaul et al. 2016, Alg. 1);
+        # ranks sort by |TD error|, so the signed maximum could rank them last.
+        c["td"][sl] = np.abs(c["td"][self.head - self._base : lo]).max(initial=1.0) if len(self) else 1.0
         c["serial"][sl] = self._next_serial
         c["ep_start"][sl] = self.tail
         c["ep_end"][sl] = self.tail + T
@@ -202,10 +252,12 @@ class ReplayMemory:
         self._next_serial += 1
         self.tail += T
         self.num_added_episodes += 1
+        self._far_count += self._count_far(c["rho"][sl])
         self._recompute_targets(np.array([self.tail - 1]), full=True)  # Algorithm 2: Q_ret of the episode
         evicted = 0
         while len(self) > self.capacity and len(self._episodes) > 1:  # FIFO by whole episodes
             _, start, length, *_ = self._episodes.popleft()
+            self._far_count -= self._count_far(c["rho"][start - self._base : start + length - self._base])
             self.head = start + length
             self._first_serial += 1
             evicted += 1
@@ -220,9 +272,11 @@ class ReplayMemory:
     def _recompute_targets(self, idx: np.ndarray, full: bool = False) -> None:
         """V̂^tbc (Eq. 8) of the episodes of the logical steps ``idx``.
 
-        Each episode is recomputed from its latest step in ``idx`` back to its first step,
-        starting from the stored V̂^tbc of the step after it (Algorithm 3); with ``full`` (or
-        when that step is the last one) from the bootstrap value V(s_T) at the episode's end.
+        Each episode is recomputed from its latest step in ``idx`` back to its first step
+        (with a ``retrace_tolerance``, back to the window's start below its earliest step in
+        ``idx``; module docstring), starting from the stored V̂^tbc of the step after it
+        (Algorithm 3); with ``full`` (or when that step is the last one) from the bootstrap
+        value V(s_T) at the episode's end. ``full`` recomputes whole episodes.
         """
         idx = np.asarray(idx, dtype=np.int64)
         if len(idx) == 0:
@@ -232,9 +286,12 @@ class ReplayMemory:
         start, ep_end = c["ep_start"][p], c["ep_end"][p]
         order = np.lexsort((idx, start))  # by episode, then step
         last_of_group = np.r_[start[order][1:] != start[order][:-1], True]
+        first_of_group = np.r_[True, last_of_group[:-1]]
         sel = order[last_of_group]  # per episode: its latest sampled step
         seg_start, ep_end = start[sel], ep_end[sel]
         seg_end = ep_end if full else idx[sel] + 1
+        if not full and self.retrace_tolerance > 0.0:
+            seg_start = self._window_starts(seg_start, idx[order[first_of_group]])
         at_end = seg_end == ep_end
         boundary = np.where(
             at_end,
@@ -252,6 +309,44 @@ class ReplayMemory:
         c["v_tbc"][rows] = retrace_tbc(
             c["rewards"][rows] * self.reward_scale, c["v"][rows], c["rho"][rows], self.gamma, last, bound
         )
+
+    def _window_starts(self, first: np.ndarray, m: np.ndarray, chunk: int = 64, min_prefix: int = 256) -> np.ndarray:
+        """Per episode, the largest s in [first, m] with Π_{i=s}^{m−1} γρ̄_i ≤ ε (``first`` if none).
+
+        Episodes with at most ``min_prefix`` steps before m get s = ``first`` without a search
+        (the full recompute, which the bound allows): in small memories sampled densely (a few
+        samples per episode and minibatch) the search cost more than the rows it saved.
+
+        Args:
+            first: Logical index of each episode's first step.
+            m: Its earliest sampled step.
+            chunk: Steps examined per episode in the first pass (going back from m); each
+                further pass examines twice as many.
+            min_prefix: Shortest prefix (steps before m) that is searched.
+        """
+        tol, c = self.retrace_tolerance, self._cols
+        s = m.copy()
+        prod = np.ones(len(m))
+        short = m - first <= min_prefix
+        s[short] = first[short]
+        todo = np.flatnonzero(~short)
+        while len(todo):
+            offsets = np.arange(1, chunk + 1)
+            hi = s[todo]
+            rows = hi[:, None] - offsets  # hi−1, hi−2, … (descending)
+            valid = rows >= first[todo, None]
+            rho = c["rho"][self._phys(np.where(valid, rows, hi[:, None] - 1))]
+            cum = prod[todo, None] * np.cumprod(np.where(valid, self.gamma * np.minimum(1.0, rho), 1.0), axis=1)
+            hit = (cum <= tol) & valid
+            found = hit.any(axis=1)
+            at = hit.argmax(axis=1)
+            s[todo[found]] = rows[found, at[found]]
+            lo = np.maximum(first[todo], hi - chunk)
+            s[todo[~found]] = lo[~found]
+            prod[todo[~found]] = cum[~found, -1]
+            todo = todo[~found & (lo > first[todo])]
+            chunk *= 2  # fewer passes where ρ̄ ≈ 1 makes the window long
+        return s
 
     def recompute_all_targets(self) -> None:
         """Recomputes V̂^tbc of every stored episode (after a reward-scale change)."""
@@ -324,7 +419,9 @@ class ReplayMemory:
         if self._per_cdf is not None and self._writes_since_sort < self.per_resort_interval:
             return
         td = np.abs(self._col("td"))
-        self._per_order = np.argsort(-td, kind="stable")  # rank 1 = largest |TD error|
+        # rank 1 = largest |TD error|; ties go to the newest step, so that new steps (which get
+        # the maximal |TD error|, add_episode) rank first and are replayed at least once.
+        self._per_order = len(td) - 1 - np.argsort(-td[::-1], kind="stable")
         self._per_p = (1.0 / np.arange(1, len(td) + 1)) ** self.per_alpha  # P(i) ∝ rank^-α
         self._per_cdf = np.cumsum(self._per_p)
         self._writes_since_sort = 0
@@ -343,7 +440,9 @@ class ReplayMemory:
         """Stores the minibatch's new ρ_t and V(s_t) and corrects V̂^tbc (Algorithm 3).
 
         For each episode touched, V̂^tbc is recomputed with Eq. (8) from its latest sampled
-        step back to its first step, starting from the stored V̂^tbc of the step after it.
+        step back to its first step (or to the start of the ``retrace_tolerance`` window below
+        its earliest sampled step, see the module docstring), starting from the stored V̂^tbc
+        of the step after it.
 
         Args:
             idx: Logical indices from :meth:`sample`.
@@ -361,7 +460,10 @@ class ReplayMemory:
         p = self._phys(idx)
         c = self._cols
         if rho is not None:
+            rows = np.unique(p)  # a step sampled twice is counted once
+            before = self._count_far(c["rho"][rows])
             c["rho"][p] = np.asarray(rho, dtype=np.float64)[keep]
+            self._far_count += self._count_far(c["rho"][rows]) - before
         if values is not None:
             c["v"][p] = np.asarray(values, dtype=np.float64)[keep]
         if td_error is not None:
@@ -377,12 +479,29 @@ class ReplayMemory:
             self._recompute_targets(idx)
 
     # ------------------------------------------------------------------ statistics
+    def _count_far(self, rho: np.ndarray) -> int:
+        """Far-policy steps among ``rho`` with the reference c_max (0 before the first count)."""
+        if self._far_c is None or len(rho) == 0:
+            return 0
+        return len(rho) - int(np.count_nonzero(near_policy_mask(rho, self._far_c)))
+
     def far_fraction(self, c_max: float) -> float:
-        """n_far / N: the fraction of stored steps whose stored ρ is far-policy (Rule 1)."""
+        """n_far / N: the fraction of stored steps whose stored ρ is far-policy (Rule 1).
+
+        Kept incrementally; recounted over the whole memory when ``c_max`` differs from the
+        count's reference by more than ``far_recount_tol`` (module docstring).
+        """
         n = len(self)
         if n == 0:
             return 0.0
-        return float(n - np.count_nonzero(near_policy_mask(self._col("rho"), c_max))) / n
+        if self._far_c is None or abs(c_max - self._far_c) > self.far_recount_tol:
+            self._far_c = float(c_max)
+            self._far_count = self._count_far(self._col("rho"))
+        return float(self._far_count) / n
+
+    def far_count_full(self, c_max: float) -> int:
+        """n_far counted over the whole memory with ``c_max`` (the reference of the incremental count)."""
+        return len(self) - int(np.count_nonzero(near_policy_mask(self._col("rho"), c_max)))
 
     def state_stats(self) -> tuple:
         """μ_s and σ_s of the stored states, Eq. (14)-(15) (App. B)."""

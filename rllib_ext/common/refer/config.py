@@ -1,49 +1,19 @@
-"""Config and Algorithm shared by the ReF-ER learners of paper 003 (VRACER_EXT, DDPG_EXT, NAF_EXT).
+"""ReFERConfig and ReFERQConfig: the settings the ReF-ER learners of paper 003 share (VRACER_EXT;
+DDPG_EXT and NAF_EXT add the Q-learners' τ and σ), their defaults (App. A) and their checks.
 
 Novati & Koumoutsakos, "Remember and Forget for Experience Replay" (ICML 2019),
-``../shared/papers/003_e2e49ddc84a31194.txt``.
-
-Data flow (Algorithm 1, App. C):
-
-1. RLlib's env runners (``SingleAgentEnvRunner``; the local one when ``num_env_runners=0``)
-   sample ``rollout_fragment_length`` steps per runner with the current policy; the actions'
-   behaviour statistics μ_t are RLlib's ``action_dist_inputs`` recorded in the episodes.
-2. The chunks go to the Learner, which owns the replay memory (RM): completed episodes enter
-   the RM (FIFO by episode beyond N). Until the RM holds N_start steps nothing is trained; then
-   the state statistics are fixed and the reward scale set (App. B).
-3. The Learner takes one gradient step per F env steps (Algorithm 1's ``t < F·k`` loop): sample
-   B steps, update (the algorithm's loss with Rules 1-2, Eq. 10-11), write ρ, V and targets
-   back into the RM, update β (Eq. 12); c_max and η are annealed with t (Eq. 13); every 1000
-   steps the reward scale is refreshed.
-4. The weights (and the state statistics, module buffers) go back to the env runners.
-
-Differences from the paper's serial loop: the env runners act with weights that are at most
-one ``training_step`` (``rollout_fragment_length`` gradient steps at F = 1) old; μ_t is the
-behaviour actually used, so ρ stays exact. The RM lives in the Learner (no replay actor on the
-hot path: one gradient step reads and writes the RM twice, and a Ray call costs ~2.5 ms on this
-machine); :class:`~rllib_ext.common.replay.ReplayMemory` also runs as a Ray actor
-(``ray.remote(num_cpus=0)``) for other uses.
+``../shared/papers/003_e2e49ddc84a31194.txt``. The loop they drive is in ``algorithm.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Self
 
-from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
-from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.utils.annotations import override
-from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    ENV_RUNNER_SAMPLING_TIMER,
-    LEARNER_RESULTS,
-    LEARNER_UPDATE_TIMER,
-    SYNCH_WORKER_WEIGHTS_TIMER,
-    TIMERS,
-)
 
-from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
-from rllib_ext.common.replay.rules import REPLAY_MODES
+from rllib_ext.common.guards import FiniteSingleAgentEnvRunner
+from rllib_ext.common.refer.rules import REPLAY_MODES
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CONTINUOUS,
@@ -65,19 +35,37 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         replay_mode: ``"refer"`` (Rules 1+2, default), ``"refer1"``, ``"refer2"``, ``"er"``
             (uniform) or ``"per"`` (rank-based prioritized).
         refer_C: C of c_max(t) = 1 + C/(1 + A·t) (Eq. 13); 4. Must be > 0 (c_max > 1).
-        refer_A: A, the annealing constant of c_max and the learning rate (Eq. 13); 5e-7.
+        refer_A: A, the annealing constant of c_max and the learning rate (Eq. 13); 5e-7. The
+            learning rate is annealed only with ReF-ER (``refer``, ``refer1``, ``refer2``): the
+            paper's ER and PER baselines keep η fixed (§5.1: "annealing η worsened the
+            instability of DDPG with regular ER and PER"; paper-era smarties sets epsAnneal = 0
+            for DPG without ReF-ER).
         refer_D: D, the tolerated far-policy fraction of the RM (Eq. 12); 0.1, in (0, 1).
-        refer_beta_rate: Step of the β update; None (default) uses the annealed learning rate,
-            as the paper's Eq. (12). smarties uses 0.1·B/N.
+        refer_beta_rate: η of the β update (Eq. 12); 1e-4, fixed and independent of the
+            learning rate, as the paper-era smarties (``Learner_offPolicy.cpp``:
+            β ← (1 − 10⁻⁴)β [+ 10⁻⁴]; today's smarties uses 0.1·B/N, also 1e-4 at B 256 and
+            N 2^18). It equals the paper's η = 1e-4 for V-RACER and NAF. None uses the annealed
+            learning rate η(t), the literal reading of Eq. (12) ("η is the NN's learning rate";
+            DDPG: ``actor_lr``).
         replay_capacity: N, the RM size in steps; 2^18.
         n_start: N_start, the steps stored before the first gradient step (App. C); the paper
             gives no value for the Gym tasks, 2^17 here (half of N; smarties' examples).
         steps_per_update: F, env steps per gradient step; 1.
-        per_alpha, per_beta: α and β of rank-based PER (Schaul et al. 2016: 0.7, 0.5).
+        per_alpha, per_beta: α and the initial β of rank-based PER (Schaul et al. 2016: 0.7,
+            0.5).
+        per_beta_anneal_steps: Gradient steps over which PER's β rises linearly from
+            ``per_beta`` to 1 (Schaul et al. 2016 §3.4 anneal it to 1 by the end of learning);
+            5·10^6, the length of the paper's MuJoCo runs (smarties' ``totNumSteps``) at F = 1.
+            Set it to the run's length for shorter runs.
         optimizer: ``"adam"`` (default) or any name of ``rllib_ext.optim`` ("sgd", "msgd",
             "dsgd"); ``optimizer_kwargs`` go to its constructor; the learning rate is ``lr``,
-            annealed with Eq. (13).
+            annealed with Eq. (13) in the ReF-ER modes.
         reward_scale_interval: gradient steps between refreshes of σ_r (App. B: 1000).
+        retrace_tolerance: ε of V-RACER's write-back (Algorithm 3): below an episode's earliest
+            sampled step m, Eq. (8)'s correction is applied down to the first step s with
+            Π_{i=s}^{m−1} γρ̄_i ≤ ε; earlier steps keep V̂^tbc within ε·|Δ_m| (Δ_m: the
+            correction at m) of the full recompute per write-back. 1e-6; 0 corrects every prior
+            step, as the paper (``ReplayMemory``'s docstring).
         torch_num_threads: torch threads of the Learner's process (1: a 2×128 MLP at B 256 is
             fastest on one thread, and several threads contend with the env runners); None
             leaves torch's default. Note that the local Learner shares the driver's process.
@@ -101,15 +89,17 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.refer_C = 4.0
         self.refer_A = 5e-7
         self.refer_D = 0.1
-        self.refer_beta_rate = None
+        self.refer_beta_rate = 1e-4
         self.replay_capacity = 2**18
         self.n_start = 2**17
         self.steps_per_update = 1.0
         self.per_alpha = 0.7
         self.per_beta = 0.5
+        self.per_beta_anneal_steps = 5_000_000
         self.optimizer = "adam"
         self.optimizer_kwargs = {}
         self.reward_scale_interval = 1000
+        self.retrace_tolerance = 1e-6
         self.torch_num_threads = 1
         # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
         # (logged, counted in env_runners/num_env_step_failures), not the env runner.
@@ -130,9 +120,11 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         steps_per_update: float | None = NotProvided,
         per_alpha: float | None = NotProvided,
         per_beta: float | None = NotProvided,
+        per_beta_anneal_steps: int | None = NotProvided,
         optimizer: str | None = NotProvided,
         optimizer_kwargs: dict[str, Any] | None = NotProvided,
         reward_scale_interval: int | None = NotProvided,
+        retrace_tolerance: float | None = NotProvided,
         torch_num_threads: int | None = NotProvided,
         **kwargs,
     ) -> Self:
@@ -175,9 +167,17 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(f"`n_start` (N_start) must be an integer in [1, replay_capacity], got {self.n_start!r}")
         if not is_number(self.steps_per_update) or self.steps_per_update <= 0:
             self._value_error(f"`steps_per_update` (F) must be > 0, got {self.steps_per_update!r}")
+        if not is_number(self.per_beta) or not 0.0 <= self.per_beta <= 1.0:
+            self._value_error(f"`per_beta` (PER's initial β) must be in [0, 1], got {self.per_beta!r}")
+        if not is_integer(self.per_beta_anneal_steps) or self.per_beta_anneal_steps < 1:
+            self._value_error(
+                f"`per_beta_anneal_steps` must be an integer >= 1 (gradient steps), got {self.per_beta_anneal_steps!r}"
+            )
         check_torch_num_threads(self)
         if not is_integer(self.reward_scale_interval) or self.reward_scale_interval < 1:
             self._value_error(f"`reward_scale_interval` must be an integer >= 1, got {self.reward_scale_interval!r}")
+        if not is_number(self.retrace_tolerance) or not 0.0 <= self.retrace_tolerance < 1.0:
+            self._value_error(f"`retrace_tolerance` must be in [0, 1), got {self.retrace_tolerance!r}")
         check_optimizer(self)
         if self.num_learners > 1:
             self._value_error(
@@ -192,38 +192,9 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
 
 
 def _refer_eta(config) -> float:
-    """η of Eq. (12)-(13) for β's step: the network's learning rate (``lr``; DDPG: ``actor_lr``)."""
+    """η of Eq. (13), and β's step when ``refer_beta_rate`` is None: the network's learning rate
+    (``lr``; DDPG: ``actor_lr``)."""
     return float(getattr(config, "actor_lr", config.lr))
-
-
-class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
-    """Algorithm 1 of paper 003 on RLlib's env runners and Learner (see the module docstring)."""
-
-    @override(Algorithm)
-    def training_step(self) -> None:
-        """Samples env steps, hands them to the Learner (RM, gradient steps), syncs weights."""
-        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            episodes, env_runner_results = synchronous_parallel_sample(
-                worker_set=self.env_runner_group,
-                concat=True,
-                sample_timeout_s=self.config.sample_timeout_s,
-                _uses_new_env_runners=True,
-                _return_metrics=True,
-            )
-        self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
-
-        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            outs = [
-                r.get()
-                for r in self.learner_group.foreach_learner(lambda learner, _e=episodes: learner.refer_train(_e))
-            ]
-        results = [o["results"] for o in outs if o.get("results")]
-        if results:
-            self.metrics.aggregate(results, key=LEARNER_RESULTS)
-        if any(o["weights_changed"] for o in outs):
-            assert_finite_learner_parameters(self, "before syncing them to the env runners")
-            with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
-                self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
 
 
 class ReFERQConfig(ReFERConfig):

@@ -9,7 +9,7 @@ def test_episode_assembler_joins_chunks_into_whole_episodes():
     from ray.rllib.core.columns import Columns
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-    from rllib_ext.common.replay.episodes import EpisodeAssembler
+    from rllib_ext.common.refer.episodes import EpisodeAssembler
 
     def chunk(ep_id, t0, n, done):
         e = SingleAgentEpisode(id_=ep_id, observations=[np.array([t0], np.float32)])

@@ -1,4 +1,4 @@
-"""Whole episodes from RLlib episode chunks, for :class:`~rllib_ext.common.replay.ReplayMemory`.
+"""Whole episodes from RLlib episode chunks, for :class:`~rllib_ext.common.refer.memory.ReplayMemory`.
 
 RLlib's ``SingleAgentEnvRunner.sample()`` returns episode *chunks*: an episode that is still
 running at the end of a call continues (same ``id_``) in the next call's output, its first

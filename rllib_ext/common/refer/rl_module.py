@@ -25,8 +25,8 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 from torch import nn
 
-from rllib_ext.algorithms.refer.distributions import TruncatedDiagGaussian
-from rllib_ext.algorithms.refer.networks import Standardizer
+from rllib_ext.common.refer.distributions import TruncatedDiagGaussian
+from rllib_ext.common.refer.networks import Standardizer
 
 TARGET_PREFIX = "target_"
 
@@ -34,7 +34,7 @@ TARGET_PREFIX = "target_"
 class ReFERModuleMixin:
     """Action distributions and state statistics of paper 003's modules (TorchRLModule mixin).
 
-    The module must hold a :class:`~rllib_ext.algorithms.refer.networks.Standardizer` as
+    The module must hold a :class:`~rllib_ext.common.refer.networks.Standardizer` as
     ``self.standardize``.
     """
 

@@ -4,7 +4,7 @@
 normal distributions with symmetric bounds at three standard deviations from the mean."
 Sampling is exact (inverse CDF on [Φ(−3), Φ(3)]). ``logp`` stays the untruncated Gaussian
 density: the truncation constant erf(3/√2) is the same for every σ, so it cancels in ρ = π/μ
-(see :func:`rllib_ext.common.replay.rules.diag_gaussian_log_rho`). ``from_logits`` takes RLlib's
+(see :func:`rllib_ext.common.refer.rules.diag_gaussian_log_rho`). ``from_logits`` takes RLlib's
 layout (mean, log σ); ``to_deterministic`` gives the mean (``explore=False``).
 """
 

@@ -1,4 +1,4 @@
-"""DDPG_EXT and NAF_EXT (paper 003, ReFERQAlgorithm) on Ray: 2 iterations, checkpoint round trip
+"""DDPG_EXT and NAF_EXT (paper 003, ReFERAlgorithm with ReFERQConfig) on Ray: 2 iterations, checkpoint round trip
 (networks, target networks, β, t), `rllib evaluate`."""
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from rllib_ext.common.replay import rules
-from rllib_ext.common.replay.rules import ReFER
+from rllib_ext.common.refer import rules
+from rllib_ext.common.refer.rules import ReFER
 
 
 def _gaussians(B=64, d=3, seed=0):
@@ -77,7 +77,7 @@ def test_beta_follows_eq12_on_a_scripted_far_fraction_sequence():
     for f in far:
         beta = (1 - eta) * beta if f > D else (1 - eta) * beta + eta  # Eq. (12)
         expected.append(beta)
-    refer = ReFER(mode="refer", D=D, eta=eta, A=0.0)
+    refer = ReFER(mode="refer", D=D, eta=eta, A=0.0, beta_rate=None)  # step: the learning rate
     got = [refer.update_beta(f) for f in far]
     np.testing.assert_allclose(got, expected)
     # Fixed points: β = 0 for n_far/N > D, β = 1 otherwise.
@@ -101,6 +101,17 @@ def test_beta_rate_smarties_option():
     assert refer.beta == pytest.approx(1 - 0.1 * 256 / 2**18)
 
 
+@pytest.mark.parametrize("eta", [1e-3, 1e-5])
+def test_beta_step_is_fixed_by_default_whatever_the_learning_rate(eta):
+    """Default: smarties' fixed 1e-4 (paper-era Learner_offPolicy.cpp), not η(t)."""
+    refer = ReFER(mode="refer", eta=eta, A=1e-3, t=1000)
+    refer.update_beta(1.0)
+    assert refer.beta == pytest.approx(1 - 1e-4, abs=1e-15)
+    refer.beta = 0.5
+    refer.update_beta(0.0)
+    assert refer.beta == pytest.approx(0.5 + 0.5e-4, abs=1e-15)
+
+
 def test_cmax_and_eta_follow_eq13():
     C, A, eta = 4.0, 5e-7, 1e-4
     refer = ReFER(C=C, A=A, eta=eta)
@@ -112,6 +123,12 @@ def test_cmax_and_eta_follow_eq13():
     assert refer.c_max == 5.0 and refer.lr == eta
     refer.t = 2_000_000  # A·t = 1: halfway
     assert refer.c_max == pytest.approx(3.0) and refer.lr == pytest.approx(eta / 2)
+    for mode in ("refer1", "refer2"):
+        assert ReFER(mode=mode, C=C, A=A, eta=eta, t=2_000_000).lr == pytest.approx(eta / 2)
+    # The ER and PER baselines keep η (paper 003 §5.1); c_max still follows Eq. (13).
+    for mode in ("er", "per"):
+        baseline = ReFER(mode=mode, C=C, A=A, eta=eta, t=2_000_000)
+        assert baseline.lr == eta and baseline.c_max == pytest.approx(3.0)
 
 
 def test_state_round_trip_and_bad_mode():

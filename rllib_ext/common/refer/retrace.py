@@ -4,19 +4,67 @@ Eq. (8):  V̂^tbc_t = V(s_t) + ρ̄_t [ r_{t+1} + γ V̂^tbc_{t+1} − V(s_t) ],
 
 with V̂^tbc_T = V(s_T) after the last step of a truncated episode and 0 after a terminal state
 (App. C, remarks on Algorithm 2). Written as the affine recurrence x_t = a_t + c_t x_{t+1} with
-a_t = (1 − ρ̄_t) V(s_t) + ρ̄_t r_{t+1} and c_t = γ ρ̄_t, it is solved for all episodes at once by a
-reverse doubling scan (log2 of the longest segment vectorized steps): segment boundaries are
-cut by folding the boundary value into a and setting c = 0 at each segment's last step.
+a_t = (1 − ρ̄_t) V(s_t) + ρ̄_t r_{t+1} and c_t = γ ρ̄_t, it is solved for all episodes at once:
+segment boundaries are cut by folding the boundary value into a and setting c = 0 at each
+segment's last step. The solver (:func:`affine_reverse_scan`) splits the M steps into blocks of
+L, runs the recurrence backwards inside all blocks at once (L vectorized steps over M/L
+blocks), solves the recurrence between the blocks' first steps the same way (recursively) and
+adds each block's carried-in value; about 3L + 8 numpy passes over M/L or M elements, against
+6·log2(M) passes over M for a recursive-doubling scan (:func:`affine_reverse_scan_doubling`,
+kept as a reference): at M ≈ 2·10⁴ steps in episodes of 1000, L = 16, 0.3 ms against 0.45 ms. Both
+give the loop's result up to float64 rounding.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["affine_reverse_scan", "retrace_tbc", "retrace_tbc_loop"]
+__all__ = ["affine_reverse_scan", "affine_reverse_scan_doubling", "retrace_tbc", "retrace_tbc_loop"]
 
 
-def affine_reverse_scan(a: np.ndarray, c: np.ndarray) -> np.ndarray:
+def affine_reverse_scan(a: np.ndarray, c: np.ndarray, block: int = 16) -> np.ndarray:
+    """Solves x_t = a_t + c_t · x_{t+1} (x_M = 0) for t = M−1 … 0, blockwise (module docstring).
+
+    Elements with c_t = 0 start independent segments, so concatenated episodes are solved
+    together. Inside a block, x is the loop's recurrence; across blocks, x_t = x̃_t + q_t·h where
+    x̃_t solves the block alone (h = 0), q_t = c_t c_{t+1} ⋯ c_{end of block} and h is x at the
+    next block's first step.
+
+    Args:
+        a, c: Shape [M].
+        block: L, the block length.
+
+    Returns:
+        x, float64 [M].
+    """
+    a = np.asarray(a, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    n = len(a)
+    if n <= 2 * block:
+        return affine_reverse_scan_doubling(a, c)
+    nb = -(-n // block)
+    # Blocks as columns: row j of the [L, nb] arrays holds step j of every block (contiguous).
+    A = np.zeros(nb * block)
+    A[:n] = a
+    C = np.zeros(nb * block)  # the padding after step M−1 has c = 0 (x_M = 0)
+    C[:n] = c
+    A = A.reshape(nb, block).T.copy()
+    C = C.reshape(nb, block).T.copy()
+    X = np.empty_like(A)  # x̃
+    Q = np.empty_like(C)  # q
+    X[-1] = A[-1]
+    Q[-1] = C[-1]
+    for j in range(block - 2, -1, -1):
+        np.multiply(C[j], X[j + 1], out=X[j])
+        X[j] += A[j]
+        np.multiply(C[j], Q[j + 1], out=Q[j])
+    # h_b = x at block b's first step: h_b = x̃_{b,0} + q_{b,0}·h_{b+1}, h_nb = 0.
+    h = affine_reverse_scan(X[0], Q[0], block)
+    X += Q * np.append(h[1:], 0.0)
+    return X.T.reshape(-1)[:n]
+
+
+def affine_reverse_scan_doubling(a: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Solves x_t = a_t + c_t · x_{t+1} (x_M = 0) for t = M−1 … 0 by recursive doubling.
 
     Elements with c_t = 0 start independent segments, so concatenated episodes are solved

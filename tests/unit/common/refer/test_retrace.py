@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext.common.replay.retrace import retrace_tbc, retrace_tbc_loop
+from rllib_ext.common.refer.retrace import retrace_tbc, retrace_tbc_loop
 
 
 def test_eq8_on_a_hand_made_episode():
@@ -38,3 +38,23 @@ def test_vectorized_eq8_equals_loop_on_many_episodes():
         expected.append(retrace_tbc_loop(ri, vi, pi, 0.99, b))
     got = retrace_tbc(*(np.concatenate(x) for x in (r, v, rho)), 0.99, np.concatenate(last), np.concatenate(bound))
     np.testing.assert_allclose(got, np.concatenate(expected), rtol=1e-10, atol=1e-10)
+
+
+def test_blockwise_scan_equals_doubling_and_loop():
+    """The blockwise solver (issue 19) gives the doubling scan's and the loop's x up to float64
+    rounding: segments shorter and longer than a block, cuts (c = 0) anywhere, a ragged end."""
+    from rllib_ext.common.refer.retrace import affine_reverse_scan, affine_reverse_scan_doubling
+
+    rng = np.random.default_rng(3)
+    for n, block in [(1, 16), (40, 16), (1000, 16), (2347, 16), (5003, 8), (777, 64)]:
+        a = rng.standard_normal(n)
+        c = 0.99 * np.minimum(1.0, rng.lognormal(0.0, 0.3, n))
+        c[rng.random(n) < 0.02] = 0.0  # segment ends
+        c[rng.random(n) < 0.01] = 1e-300  # ρ̄ vanishing
+        c[-1] = 0.0
+        expected = np.zeros(n)
+        nxt = 0.0
+        for t in range(n - 1, -1, -1):
+            nxt = expected[t] = a[t] + c[t] * nxt
+        np.testing.assert_allclose(affine_reverse_scan(a, c, block), expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(affine_reverse_scan_doubling(a, c), expected, rtol=1e-12, atol=1e-12)

@@ -115,8 +115,8 @@ def beta_update(beta: float, far_fraction: float, D: float, rate: float) -> floa
         beta: Current β ∈ [0, 1].
         far_fraction: n_far / N of the replay memory.
         D: The tolerated far-policy fraction, in (0, 1).
-        rate: The step η of Eq. (12): the paper uses the network's learning rate; smarties uses
-            0.1·B/N instead (see :class:`ReFER`).
+        rate: The step η of Eq. (12): the paper uses the network's learning rate; smarties a
+            fixed 1e-4 (paper era) or 0.1·B/N (today) (see :class:`ReFER`).
     """
     if far_fraction > D:
         return (1.0 - rate) * beta
@@ -166,14 +166,20 @@ def refer_loss(
 class ReFER:
     """The state of ReF-ER: β (Eq. 12), and c_max and η annealed with t (Eq. 13).
 
+    η is annealed only in the ReF-ER modes (§3 anneals "ReF-ER's c_max and the NN's learning
+    rate"); ``er`` and ``per`` (the paper's baselines) keep it fixed: paper 003 §5.1, "annealing
+    η worsened the instability of DDPG with regular ER and PER"; paper-era smarties sets
+    epsAnneal = 0 for DPG without ReF-ER (``AllLearners.h``). (Its NAF keeps annealing with ER.)
+
     Attributes:
         mode: One of :data:`REPLAY_MODES`.
         C: c_max(0) = 1 + C; must be > 0.
         A: Annealing constant of Eq. (13) (0 disables annealing).
         D: Tolerated far-policy fraction, in (0, 1).
         eta: Initial learning rate η of Eq. (13).
-        beta_rate: Step of the β update; None uses the annealed learning rate η(t) (the
-            paper's Eq. 12). smarties uses 0.1·B/N instead (≈ 1e-4 for B 256, N 2^18).
+        beta_rate: Step of the β update (Eq. 12); 1e-4, fixed, as the paper-era smarties
+            (today's smarties: 0.1·B/N, ≈ 1e-4 for B 256, N 2^18). None uses the annealed
+            learning rate η(t) (the paper's text: "η is the NN's learning rate").
         beta: Current β (starts at 1: no penalty while the memory is near-policy).
         t: The time-step index of Eq. (13) (env steps since learning started).
     """
@@ -183,7 +189,7 @@ class ReFER:
     A: float = 5e-7
     D: float = 0.1
     eta: float = 1e-4
-    beta_rate: float | None = None
+    beta_rate: float | None = 1e-4
     beta: float = 1.0
     t: int = 0
 
@@ -213,9 +219,14 @@ class ReFER:
         return c_max_schedule(self.C, self.A, self.t)
 
     @property
+    def anneals_lr(self) -> bool:
+        """Whether η is annealed (Eq. 13): with ReF-ER, not in ``er``/``per`` (§5.1)."""
+        return self.rule1 or self.rule2
+
+    @property
     def lr(self) -> float:
-        """η(t), Eq. (13)."""
-        return anneal(self.eta, self.A, self.t)
+        """η(t), Eq. (13); η itself in ``er``/``per`` (see :attr:`anneals_lr`)."""
+        return anneal(self.eta, self.A, self.t) if self.anneals_lr else self.eta
 
     def update_beta(self, far_fraction: float) -> float:
         """Eq. (12) with the current rate; β stays 1 without Rule 2. Returns the new β."""

@@ -1,7 +1,7 @@
 """The Learner part of Algorithm 1 (paper 003, App. C) shared by VRACER_EXT, DDPG_EXT, NAF_EXT.
 
-The Learner owns the replay memory (RM, :class:`~rllib_ext.common.replay.ReplayMemory`) and
-the ReF-ER state (:class:`~rllib_ext.common.replay.ReFER`: β, t). :meth:`ReFERLearner.refer_train`
+The Learner owns the replay memory (RM, :class:`~rllib_ext.common.refer.memory.ReplayMemory`) and
+the ReF-ER state (:class:`~rllib_ext.common.refer.rules.ReFER`: β, t). :meth:`ReFERLearner.refer_train`
 receives the env runners' episode chunks and runs Algorithm 1 from "store" to "update β":
 
 * completed episodes enter the RM (algorithm hook :meth:`_score_episode` adds V and ρ at
@@ -10,9 +10,16 @@ receives the env runners' episode chunks and runs Algorithm 1 from "store" to "u
   and training starts; t counts env steps from then on (Algorithm 1's warm-up loop does not
   advance t);
 * one gradient step per F env steps; each: refresh σ_r every ``reward_scale_interval`` steps
-  (Eq. 16), anneal c_max and η to t = F·k (Eq. 13), sample B steps, ``Learner.update`` (the
-  algorithm's loss applies Rules 1-2), write ρ/V/targets back (hook :meth:`_write_back`),
-  update β from n_far/N (Eq. 12).
+  (Eq. 16), anneal c_max and η to t = F·k (Eq. 13; η only with ReF-ER) and PER's β to k,
+  sample B steps, update (hook :meth:`_update_on_sample`: the algorithm's loss applies
+  Rules 1-2), write ρ/V/targets back (hook :meth:`_write_back`), update β from n_far/N
+  (Eq. 12; step ``refer_beta_rate``).
+
+Metrics: the per-step ones (the minibatch statistics of :meth:`log_batch_metrics`, the loss,
+RLlib's trained-step counters) are accumulated over the gradient steps of one
+:meth:`refer_train` call and logged once at its end: the minibatch statistics and
+``total_loss`` as their mean over the call's steps, the counters as their sums,
+``far_policy_fraction`` (n_far/N of the whole memory) as its value after the last step.
 
 Checkpoints: β, t, the gradient-step count k, whether the state statistics were fixed and the
 reward scale go through :meth:`get_state` (key ``"refer"``); the state statistics are module
@@ -33,9 +40,10 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import StateDict
 
-from rllib_ext.algorithms.refer.refer import _refer_eta
-from rllib_ext.common.replay import ReFER, ReplayMemory
-from rllib_ext.common.replay.episodes import EpisodeAssembler
+from rllib_ext.common.refer.config import _refer_eta
+from rllib_ext.common.refer.episodes import EpisodeAssembler
+from rllib_ext.common.refer.memory import ReplayMemory, per_beta_schedule
+from rllib_ext.common.refer.rules import ReFER
 
 STATE_KEY = "refer"
 
@@ -51,6 +59,7 @@ ZEROED_KEY = "zeroed_grad_fraction"
 BATCH_FAR_KEY = "batch_far_policy_fraction"
 MEAN_RHO_KEY = "mean_rho"
 DROPPED_EPISODES_KEY = "episodes_dropped_unfinished_lifetime"
+PER_BETA_KEY = "per_beta"
 
 
 class ReFERLearner(Learner):
@@ -73,6 +82,7 @@ class ReFERLearner(Learner):
             per_alpha=c.per_alpha,
             per_beta=c.per_beta,
             seed=c.seed,
+            retrace_tolerance=c.retrace_tolerance,
         )
         self.assembler = EpisodeAssembler()
         self.refer = ReFER(
@@ -82,6 +92,9 @@ class ReFERLearner(Learner):
         self._env_steps = 0  # env steps since training started
         self._state_stats_set = False
         self._stash: dict[str, Any] = {}
+        # Per-step metrics of the current refer_train call: key -> [sum, count] (see the module docstring).
+        self._step_sums: dict[tuple, list] = {}
+        self._far_fraction: float | None = None
 
     # ------------------------------------------------------------------ Algorithm 1
     def refer_train(self, episodes: list) -> dict[str, Any]:
@@ -109,6 +122,7 @@ class ReFERLearner(Learner):
             for _ in range(max(0, due)):
                 self._gradient_step()
                 num_updates += 1
+        self._log_step_metrics()
         m = self.metrics
         m.log_value((ALL_MODULES, REPLAY_SIZE_KEY), len(self.memory), window=1)
         m.log_value((ALL_MODULES, BETA_KEY), self.refer.beta, window=1)
@@ -117,6 +131,8 @@ class ReFERLearner(Learner):
         m.log_value((ALL_MODULES, NUM_GRAD_STEPS_KEY), self._k, window=1)
         m.log_value((ALL_MODULES, REWARD_SCALE_KEY), self.memory.reward_scale, window=1)
         m.log_value((ALL_MODULES, DROPPED_EPISODES_KEY), self.assembler.num_dropped_episodes, window=1)
+        if self.config.replay_mode == "per":
+            m.log_value((ALL_MODULES, PER_BETA_KEY), self.memory.per_beta, window=1)
         return {
             "results": m.reduce(),
             "num_updates": num_updates,
@@ -130,19 +146,52 @@ class ReFERLearner(Learner):
             self.memory.update_reward_scale()  # App. B, Eq. (16)
         self.refer.t = int(c.steps_per_update * self._k)  # t = F·k for Eq. (13)
         self._set_learning_rate_factor(self.refer.lr / self.refer.eta)  # η(t), Eq. (13)
+        if c.replay_mode == "per":  # PER's β → 1 (Schaul et al. 2016 §3.4)
+            self.memory.per_beta = per_beta_schedule(c.per_beta, self._k, c.per_beta_anneal_steps)
         sample = self.memory.sample(c.train_batch_size_per_learner)
         self._stash = {}
-        Learner.update(self, batch=self._to_batch(sample), _no_metrics_reduce=True)
+        self._update_on_sample(sample)
         self._write_back(sample)
         far_fraction = self.memory.far_fraction(self.refer.c_max)  # n_far / N
         self.refer.update_beta(far_fraction)  # Eq. (12)
-        self.metrics.log_value((ALL_MODULES, FAR_FRACTION_KEY), far_fraction, window=1)
+        self._far_fraction = far_fraction
         self._k += 1
+
+    def _update_on_sample(self, sample: dict[str, np.ndarray]) -> None:
+        """One gradient step of the algorithm's loss on the minibatch ``sample``.
+
+        This default goes through RLlib's ``Learner.update`` (batch conversion, the module's
+        ``forward_train``, ``compute_loss_for_module``, ``compute_gradients``,
+        ``postprocess_gradients``, ``apply_gradients``, ``after_gradient_based_update``);
+        :class:`~rllib_ext.common.refer.torch_learner.ReFERTorchLearner` takes the same steps
+        without the generic batch handling.
+        """
+        Learner.update(self, batch=self._to_batch(sample), _no_metrics_reduce=True)
 
     @staticmethod
     def _to_batch(sample: dict[str, np.ndarray]) -> MultiAgentBatch:
         cols = {k: v for k, v in sample.items() if k != "idx"}
         return MultiAgentBatch({DEFAULT_POLICY_ID: SampleBatch(cols)}, env_steps=len(sample["idx"]))
+
+    # ------------------------------------------------------------------ metrics
+    def _accumulate_step_metrics(self, module_id, values: dict[str, float]) -> None:
+        """Adds one gradient step's ``values`` (floats) to the means logged by :meth:`_log_step_metrics`."""
+        sums = self._step_sums
+        for name, value in values.items():
+            entry = sums.get((module_id, name))
+            if entry is None:
+                sums[(module_id, name)] = [float(value), 1]
+            else:
+                entry[0] += float(value)
+                entry[1] += 1
+
+    def _log_step_metrics(self) -> None:
+        """Logs the accumulated per-step metrics (means over the steps since the last call) and n_far/N."""
+        for key, (total, count) in self._step_sums.items():
+            self.metrics.log_value(key, total / count, window=1)
+        self._step_sums = {}
+        if self._far_fraction is not None:
+            self.metrics.log_value((ALL_MODULES, FAR_FRACTION_KEY), self._far_fraction, window=1)
 
     @property
     def num_gradient_steps(self) -> int:
@@ -166,7 +215,9 @@ class ReFERLearner(Learner):
         self.memory.write_back(sample["idx"], rho=self._stash["rho"], td_error=self._stash["td"], update_targets=False)
 
     def log_batch_metrics(self, module_id, *, kl, near, rho, **losses) -> None:
-        """Logs the minibatch's mean D_KL(μ‖π), share of Rule-1-zeroed gradients, far share, ρ.
+        """Records the minibatch's mean D_KL(μ‖π), share of Rule-1-zeroed gradients, far share, ρ.
+
+        They are logged as means over the gradient steps of the :meth:`refer_train` call.
 
         Args:
             module_id: The module's id.
@@ -174,7 +225,8 @@ class ReFERLearner(Learner):
             **losses: Further scalars to log (e.g. ``policy_loss``, ``vf_loss``).
         """
         far = 1.0 - float(near.float().mean() if hasattr(near, "float") else np.mean(near))
-        self.metrics.log_dict(
+        self._accumulate_step_metrics(
+            module_id,
             {
                 MEAN_KL_KEY: float(kl.mean()),
                 ZEROED_KEY: far if self.refer.rule1 else 0.0,  # share of Rule-1-zeroed gradients
@@ -182,8 +234,6 @@ class ReFERLearner(Learner):
                 MEAN_RHO_KEY: float(rho.mean()),
                 **{k: float(v) for k, v in losses.items()},
             },
-            key=module_id,
-            window=1,
         )
 
     @abc.abstractmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rllib_ext.common.replay import TransitionBuffer
+from rllib_ext.common.transitions import TransitionBuffer
 from tests.replay_data import transition_rows
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext.common.replay import ReplayMemory
+from rllib_ext.common.refer.memory import ReplayMemory
 from tests.replay_data import replay_episode
 
 
