@@ -40,8 +40,6 @@ from collections import OrderedDict
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import special, stats
-from scipy.stats import qmc
 
 from rllib_ext.common.names import lookup
 
@@ -221,6 +219,8 @@ class GCMCSampler(GaussianSampler):
     def _mirror(self, directions: np.ndarray) -> np.ndarray:
         r = np.array([np.linalg.norm(delta) for delta in directions])
         # F_R(r) + F_R(r') = 1  <=>  r' = F_R^{-1}(1 − F_R(r)) = isf(F_R(r)), precise in both tails.
+        from scipy import stats  # lazy: scipy.stats costs ~1 s of every worker's import
+
         r_coupled = stats.chi.isf(stats.chi.cdf(r, self.dim), self.dim)
         return -directions * (r_coupled / r)[:, None]
 
@@ -254,6 +254,8 @@ class OrthogonalSampler(PerturbationSampler):
             q, r = np.linalg.qr(gaussian.T)  # q: [d, m], orthonormal columns
             signs = np.sign(np.diag(r))
             q = q * np.where(signs == 0.0, 1.0, signs)  # Gram–Schmidt's signs: Haar-distributed
+            from scipy import stats
+
             lengths = stats.chi.rvs(self.dim, size=m, random_state=rng)
             return q.T * lengths[:, None]
 
@@ -288,13 +290,15 @@ class QMCSampler(PerturbationSampler):
     def __init__(self, dim: int, *, antithetic: bool | None = None, scramble_seed: int = 0):
         super().__init__(dim, antithetic=antithetic)
         self.scramble_seed = int(scramble_seed)
-        self._halton: qmc.Halton | None = None
+        self._halton = None  # scipy.stats.qmc.Halton, built on first use
         self._points = np.empty((0, self.dim))
 
     def _halton_points(self, n_dirs: int) -> np.ndarray:
         """The first ``n_dirs`` points h_k of the scrambled Halton sequence (cached, grown)."""
         if len(self._points) < n_dirs:
             if self._halton is None:
+                from scipy.stats import qmc
+
                 try:
                     self._halton = qmc.Halton(self.dim, scramble=True, rng=self.scramble_seed)
                 except TypeError:  # scipy < 1.15 calls it seed
@@ -306,6 +310,8 @@ class QMCSampler(PerturbationSampler):
     def _directions(self, seed: int, n_dirs: int, ks: np.ndarray) -> np.ndarray:
         shift = self._cached_block((seed,), lambda: np.random.default_rng([seed, 0]).random(self.dim))
         r = np.mod(self._halton_points(n_dirs)[ks] + shift, 1.0)  # Cranley–Patterson rotation
+        from scipy import special
+
         tiny = 2.0**-53  # keep Φ^{-1} finite: r in [2^-53, 1 - 2^-53] bounds |ε| by 8.3
         return special.ndtri(np.clip(r, tiny, 1.0 - tiny))  # ε_k = Φ^{-1}(r_k), paper 002 §4
 

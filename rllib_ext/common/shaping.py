@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
 
 from rllib_ext.common.names import lookup
 
@@ -35,6 +34,8 @@ def centered_rank(returns: np.ndarray) -> np.ndarray:
     x = np.asarray(returns, dtype=np.float64)
     if x.size <= 1:
         return np.zeros(x.shape, dtype=np.float32)
+    from scipy import stats  # lazy: keeps scipy.stats out of every worker's import
+
     ranks = stats.rankdata(x.ravel(), method="average") - 1.0  # 0 ... n − 1
     return (ranks / (x.size - 1) - 0.5).reshape(x.shape).astype(np.float32)
 
