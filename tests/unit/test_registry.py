@@ -40,3 +40,16 @@ def test_config_with_algo_class_name_and_lazy_export(name):
     assert getattr(rllib_ext, config_cls.__name__) is config_cls
     config = config_cls(algo_class=name)
     assert config.algo_class == name
+
+
+def test_workers_import_no_scipy_stats():
+    """Every env runner process imports rllib_ext; scipy.stats (~1 s) is imported only where used."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rllib_ext, rllib_ext.common.blackbox.env_runner, rllib_ext.common.shaping; "
+        "print('scipy.stats' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
