@@ -8,7 +8,8 @@ filter, counters and e.g. DFD's parameter history, CV-ES's η and φ), the lifet
 the iteration all equal the saved ones, and one more ``train()`` continues from them. For the
 algorithms that are deterministic under a seed (the synchronous black-box ones with
 ``common_random_numbers``), restore + one ``train()`` equals training straight through, to the
-bit. Then one Tune-level test: a ``tune.Tuner("DFD_EXT")`` run that crashes mid-way resumes from its last
+bit, and their restored state is compared there (the first test does not repeat them). Then one
+Tune-level test: a ``tune.Tuner("DFD_EXT")`` run that crashes mid-way resumes from its last
 checkpoint with ``tune.Tuner.restore``.
 """
 
@@ -50,7 +51,14 @@ def learner_counters(state) -> dict:
     return {}
 
 
-@pytest.mark.parametrize("name", NAMES)
+# Synchronous updates from seeded perturbations; with ``common_random_numbers`` every episode is
+# seeded from its job, so nothing depends on a runner's history (which a restore cannot bring back).
+# Their restore is checked (with the same state comparisons, and more) by
+# test_restore_then_train_equals_training_straight_through below.
+DETERMINISTIC = ["ES_EXT", "CVES_EXT", "ARS_EXT"]
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if name not in DETERMINISTIC])
 def test_restore_continues_counters_with_equal_weights_and_optimizer_state(ray_session, tmp_path, name):
     # The black-box family evaluates on remote runners only; the others sample locally (faster builds).
     runners = 1 if issubclass(config_class(name), BlackBoxConfig) else 0
@@ -92,11 +100,6 @@ def test_restore_continues_counters_with_equal_weights_and_optimizer_state(ray_s
         restored.stop()
 
 
-# Synchronous updates from seeded perturbations; with ``common_random_numbers`` every episode is
-# seeded from its job, so nothing depends on a runner's history (which a restore cannot bring back).
-DETERMINISTIC = ["ES_EXT", "CVES_EXT", "ARS_EXT"]
-
-
 def seeded_config(name):
     config = small_config(name, num_env_runners=1, seed=3)
     # Pendulum: returns depend on the actions (ranks differ), random start states.
@@ -123,6 +126,7 @@ def test_restore_then_train_equals_training_straight_through(ray_session, tmp_pa
             algo.train()
         path = algo.save_to_path(str(tmp_path / "ckpt"))
         before = learner_state(algo)
+        saved = {"own": own_state(algo), "steps": env_steps(algo), "iteration": algo.iteration}
         straight = third_iteration(algo)
     finally:
         algo.stop()
@@ -131,6 +135,9 @@ def test_restore_then_train_equals_training_straight_through(ray_session, tmp_pa
 
     restored = Algorithm.from_checkpoint(path)
     try:
+        assert restored.iteration == saved["iteration"] == 2 and env_steps(restored) == saved["steps"] > 0
+        assert_nested_equal(learner_state(restored), before, "learner state")
+        assert_nested_equal(own_state(restored), saved["own"], "algorithm state")
         resumed = third_iteration(restored)
     finally:
         restored.stop()
