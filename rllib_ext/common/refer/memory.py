@@ -33,7 +33,7 @@ the bootstrap value V(s_T) (0 after a terminal state).
   Δ_m·Π_{i=t}^{m−1} γρ̄_i (Eq. 8 is affine in V̂^tbc_{t+1} with slope γρ̄_t ≤ γ): it shrinks
   geometrically and never vanishes (unless a ρ̄ is 0), so no exact method stops early. The
   correction is applied down to the first step s (going back from m) where
-  Π_{i=s}^{m−1} γρ̄_i ≤ ``retrace_tolerance`` (ε, 10⁻⁶ by default; 0: down to the episode's
+  Π_{i=s}^{m−1} γρ̄_i ≤ ``retrace_tolerance`` (ε; 0, the default: down to the episode's
   first step, as the paper's Algorithm 3); every step t < s keeps its V̂^tbc, off from the
   full recompute by at most ε·|Δ_m| for this write-back. A later write-back whose window
   covers t recomputes it from its successors. With 2^18 steps in episodes of 1000 (the
@@ -109,7 +109,7 @@ class ReplayMemory:
         per_resort_interval: int = 1000,
         seed: int | None = None,
         far_recount_tol: float = 1e-4,
-        retrace_tolerance: float = 1e-6,
+        retrace_tolerance: float = 0.0,
     ):
         if mode not in REPLAY_MODES:
             raise ValueError(f"Unknown replay mode {mode!r}; valid are {', '.join(REPLAY_MODES)}")
