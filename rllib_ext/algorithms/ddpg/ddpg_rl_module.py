@@ -36,8 +36,8 @@ class DDPGTorchRLModule(GaussianExplorationModule):
     def build_networks(self) -> None:
         """Two MLPs (App. A init); OU settings from model_config."""
         cfg = self.model_config or {}
-        self.actor = paper_mlp(self.obs_dim, self.hidden, self.act_dim)
-        self.critic = paper_mlp(self.obs_dim + self.act_dim, self.hidden, 1)
+        self.actor = paper_mlp(self.obs_dim, self.hidden, self.act_dim, self.activation)
+        self.critic = paper_mlp(self.obs_dim + self.act_dim, self.hidden, 1, self.activation)
         self.ou_noise = bool(cfg.get("ou_noise", False))
         self.ou_theta = float(cfg.get("ou_theta", 0.15))
         self.ou_sigma = float(cfg.get("ou_sigma", 0.2))

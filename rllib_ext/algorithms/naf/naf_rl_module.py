@@ -34,7 +34,7 @@ class NAFTorchRLModule(GaussianExplorationModule):
     def build_networks(self) -> None:
         """One MLP with 1 + d_A + d_A(d_A+1)/2 outputs (App. A init)."""
         d = self.act_dim
-        self.net = paper_mlp(self.obs_dim, self.hidden, 1 + d + d * (d + 1) // 2)
+        self.net = paper_mlp(self.obs_dim, self.hidden, 1 + d + d * (d + 1) // 2, self.activation)
         rows, cols = torch.tril_indices(d, d)
         self.register_buffer("tril_rows", rows, persistent=False)
         self.register_buffer("tril_cols", cols, persistent=False)

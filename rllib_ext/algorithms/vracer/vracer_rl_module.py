@@ -13,7 +13,8 @@ are RLlib's (m, log σ); exploration samples a normal truncated at ±3σ
 (:class:`~rllib_ext.common.refer.distributions.TruncatedDiagGaussian`), ``explore=False``
 acts with m. States are standardized with the memory's μ_s, σ_s (App. B; module buffers).
 
-model_config keys: ``fcnet_hiddens`` (default [128, 128]), ``init_sigma`` (√0.2, :data:`INIT_SIGMA`).
+model_config keys: ``fcnet_hiddens`` (default [128, 128]), ``fcnet_activation`` (Softsign),
+``init_sigma`` (√0.2, :data:`INIT_SIGMA`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 from torch import nn
 
-from rllib_ext.common.refer.networks import Standardizer, paper_mlp, softplus_inverse
+from rllib_ext.common.refer.networks import Standardizer, network_settings, paper_mlp, softplus_inverse
 from rllib_ext.common.refer.rl_module import ReFERModuleMixin
 
 #: σ of the initial policy: √0.2, the std of the paper's covariance Σ = 0.2 I (App. A).
@@ -43,11 +44,11 @@ class VRACERTorchRLModule(ReFERModuleMixin, TorchRLModule, ValueFunctionAPI):
     def setup(self):
         """Builds the MLP (App. A init), σ's parameter and the state standardizer."""
         cfg = self.model_config or {}
-        hidden = list(cfg.get("fcnet_hiddens", [128, 128]))
+        hidden, activation = network_settings(cfg)
         self.obs_dim = int(np.prod(self.observation_space.shape))
         self.act_dim = int(np.prod(self.action_space.shape))
         self.standardize = Standardizer(self.obs_dim)
-        self.net = paper_mlp(self.obs_dim, hidden, 1 + self.act_dim)  # [V, m]
+        self.net = paper_mlp(self.obs_dim, hidden, 1 + self.act_dim, activation)  # [V, m]
         init = softplus_inverse(float(cfg.get("init_sigma", INIT_SIGMA)))  # Σ = 0.2 I, App. A
         self.sigma_param = nn.Parameter(torch.full((self.act_dim,), init))
 

@@ -13,6 +13,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.guards import FiniteSingleAgentEnvRunner
+from rllib_ext.common.refer.networks import network_settings
 from rllib_ext.common.refer.rules import REPLAY_MODES
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
@@ -188,6 +189,10 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         if self.framework_str != "torch":
             self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")
         check_finite_settings(self)
+        try:
+            network_settings(self.model_config)
+        except ValueError as e:
+            self._value_error(str(e))
         # Continuous control with MLPs on state vectors (paper 003 App. A).
         check_vector_spaces(self, env_spaces(self), actions=(CONTINUOUS,))
 

@@ -17,18 +17,59 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["Standardizer", "paper_mlp", "softplus_inverse"]
+__all__ = ["Standardizer", "network_settings", "paper_mlp", "softplus_inverse"]
+
+#: App. A's network: two hidden layers of 128 units, Softsign.
+DEFAULT_HIDDEN = (128, 128)
+DEFAULT_ACTIVATION = "Softsign"
 
 
-def paper_mlp(in_dim: int, hidden: Sequence[int], out_dim: int) -> nn.Sequential:
-    """Linear/Softsign layers of sizes ``hidden`` and a linear output layer (App. A init)."""
+def network_settings(model_config: dict | None) -> tuple[list[int], type[nn.Module]]:
+    """(hidden sizes, activation class) from ``model_config``; App. A's (128, 128) Softsign by default.
+
+    ``fcnet_hiddens`` and ``fcnet_activation`` (RLlib's keys; any ``torch.nn`` class name, or
+    RLlib's lower-case names such as ``"relu"``/``"tanh"``) shape the MLP, so that a race can give
+    paper 003's learners and RLlib's algorithms the same network. The learners have no separate
+    heads: a non-empty ``head_fcnet_hiddens`` is rejected rather than ignored.
+
+    Raises:
+        ValueError: Naming the setting that cannot be honoured.
+    """
+    from ray.rllib.models.utils import get_activation_fn
+
+    cfg = model_config or {}
+    hidden = cfg.get("fcnet_hiddens", DEFAULT_HIDDEN)
+    if not isinstance(hidden, (list, tuple)) or not all(isinstance(w, int) and w >= 1 for w in hidden):
+        raise ValueError(f"model_config['fcnet_hiddens'] must be a list of positive ints, got {hidden!r}")
+    if cfg.get("head_fcnet_hiddens"):
+        raise ValueError(
+            "model_config['head_fcnet_hiddens'] must be empty for paper 003's learners (one MLP, no separate "
+            f"heads; put every layer in fcnet_hiddens), got {cfg['head_fcnet_hiddens']!r}"
+        )
+    name = cfg.get("fcnet_activation", DEFAULT_ACTIVATION)
+    try:
+        activation = get_activation_fn(name, framework="torch") if isinstance(name, str) else None
+    except ValueError:
+        activation = None
+    if activation is None or not (isinstance(activation, type) and issubclass(activation, nn.Module)):
+        raise ValueError(
+            f"model_config['fcnet_activation'] must name a torch.nn activation (e.g. 'Softsign', 'tanh', "
+            f"'relu'), got {name!r}"
+        )
+    return list(hidden), activation
+
+
+def paper_mlp(
+    in_dim: int, hidden: Sequence[int], out_dim: int, activation: type[nn.Module] = nn.Softsign
+) -> nn.Sequential:
+    """Linear/``activation`` (App. A: Softsign) layers of sizes ``hidden`` and a linear output layer (App. A init)."""
     layers = []
     fan_in = in_dim
     for width in hidden:
         lin = nn.Linear(fan_in, width)
         nn.init.xavier_uniform_(lin.weight)  # Glorot & Bengio (2010), App. A
         nn.init.zeros_(lin.bias)
-        layers += [lin, nn.Softsign()]
+        layers += [lin, activation()]
         fan_in = width
     out = nn.Linear(fan_in, out_dim)
     bound = 0.1 / np.sqrt(fan_in)  # U[−0.1/√f_i, 0.1/√f_i], App. A

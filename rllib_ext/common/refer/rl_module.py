@@ -26,7 +26,7 @@ from ray.rllib.utils.annotations import override
 from torch import nn
 
 from rllib_ext.common.refer.distributions import TruncatedDiagGaussian
-from rllib_ext.common.refer.networks import Standardizer
+from rllib_ext.common.refer.networks import Standardizer, network_settings
 
 TARGET_PREFIX = "target_"
 
@@ -61,7 +61,7 @@ class GaussianExplorationModule(ReFERModuleMixin, TorchRLModule, TargetNetworkAP
     Subclasses build their networks in :meth:`build_networks`, name the trained networks
     that get target copies in :attr:`target_network_names`, and implement :meth:`policy_mean`.
 
-    model_config keys: ``fcnet_hiddens`` ([128, 128]), ``exploration_sigma`` (σ, 0.2).
+    model_config keys: ``fcnet_hiddens`` ([128, 128]), ``fcnet_activation`` (Softsign), ``exploration_sigma`` (σ, 0.2).
     """
 
     target_network_names: tuple[str, ...] = ()
@@ -70,7 +70,7 @@ class GaussianExplorationModule(ReFERModuleMixin, TorchRLModule, TargetNetworkAP
     def setup(self):
         """Standardizer, σ and the subclass's networks."""
         cfg = self.model_config or {}
-        self.hidden = list(cfg.get("fcnet_hiddens", [128, 128]))
+        self.hidden, self.activation = network_settings(cfg)
         self.obs_dim = int(np.prod(self.observation_space.shape))
         self.act_dim = int(np.prod(self.action_space.shape))
         self.sigma = float(cfg.get("exploration_sigma", 0.2))
