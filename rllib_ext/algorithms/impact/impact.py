@@ -35,6 +35,7 @@ in Figure 4a.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Self
 
 import ray
@@ -336,7 +337,12 @@ class IMPACT(FiniteParametersGuard, APPO):
                 (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME), default=0
             ),
         }
-        reward = self.metrics.peek((ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN), default=None)
+        # No episode may have finished yet (several envs per runner on long episodes): RLlib
+        # 2.60's `peek(..., default=None)` raises KeyError (None means "no default" there), so
+        # peek with NaN and pass None ("no reward this update") to reward-driven optimizers.
+        reward = self.metrics.peek((ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN), default=math.nan)
+        if reward is None or not math.isfinite(reward):
+            reward = None
         # Algorithm 1 lines 6-12 run in the Learner (where the buffer lives).
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             call_results = self.learner_group.foreach_learner(

@@ -87,6 +87,32 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, v
         restored.stop()
 
 
+def test_several_envs_per_runner_train_before_any_episode_ends(ray_session):
+    """Issue 21: 8 Pendulum envs (200-step episodes) on one runner; the first train batch
+    (2 samples x 8 envs x 50 steps) arrives before any episode has finished, so the workers'
+    `episode_return_mean` does not exist yet. That used to be a KeyError in `training_step`."""
+    config = (
+        _config("Pendulum-v1")
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=8, rollout_fragment_length=50)
+        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=800)
+    )
+    algo = config.build_algo()
+    try:
+        result = algo.train()
+        # The case of the issue is exercised: learning happened, no episode had finished.
+        assert result["learners"]["__all_modules__"]["num_learner_updates_lifetime"] > 0
+        assert not np.isfinite(result["env_runners"].get("episode_return_mean", np.nan))
+        # Training goes on until the first episodes end (8 x 200 steps), then reports them.
+        for _ in range(6):
+            result = algo.train()
+            if np.isfinite(result["env_runners"].get("episode_return_mean", np.nan)):
+                break
+        assert result["num_env_steps_sampled_lifetime"] >= 8 * 200
+        assert np.isfinite(result["env_runners"]["episode_return_mean"])
+    finally:
+        algo.stop()
+
+
 def test_rllib_cli_train_and_evaluate(ray_session, storage_path, capsys):
     """The README's command on 2 CPUs (no --num-env-runners): fitted to 1 runner, only progress lines."""
     rc = cli.main(
