@@ -154,8 +154,13 @@ def adapt_kl_coeff(kl_coeff: float, kl: float, kl_target: float) -> float:
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Mean of ``x`` over the entries where ``mask`` is 1 (``count`` = mask.sum())."""
-    return torch.sum(x * mask) / count
+    """Mean of ``x`` over the entries where ``mask`` is 1 (``count`` = mask.sum()).
+
+    NaN-safe: masked entries are replaced by 0 rather than multiplied by 0 (0·inf = NaN, and a
+    phantom step pairs a_{T−1} with s_T under three policies, so its ratio can overflow), and a
+    fully masked batch has mean 0 (count clamped to 1) instead of 0/0.
+    """
+    return torch.sum(torch.where(mask > 0, x, torch.zeros_like(x))) / torch.clamp(count, min=1.0)
 
 
 def masked_standardize(x: torch.Tensor, mask: torch.Tensor, count: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:

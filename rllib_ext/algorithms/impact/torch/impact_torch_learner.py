@@ -12,6 +12,7 @@ Read top to bottom, :meth:`IMPACTTorchLearner.compute_loss_for_module` computes:
    §4.1) inside PPO's ε-clipped objective min(R·A, clip(R, 1−ε, 1+ε)·A);
 4. value loss ½ (V(s) − v_s)², entropy bonus, and the KL(πtarget ‖ πθ) penalty η·KL;
    total = −surrogate + c_vf · value loss − c_ent · entropy + η · KL.
+Means run over the valid (loss_mask = 1) steps only and are NaN-safe (``masked_mean``).
 Gradients are clipped by global norm (``grad_clip``) by RLlib's ``postprocess_gradients``.
 """
 
@@ -167,6 +168,9 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
             logp_worker=logp_worker,
             rho=rho,
         )
+        # A phantom step's log-ratio can overflow exp(); its gradient would then be 0·inf = NaN
+        # even though the masked mean ignores it, so masked steps get log R = 0.
+        log_ratio = torch.where(mask_tm > 0, log_ratio, torch.zeros_like(log_ratio))
         ratio = torch.exp(log_ratio)
         surrogate = clipped_surrogate(ratio, advantages, config.clip_param)
         mean_pi_loss = -masked_mean(surrogate, mask_tm, count)

@@ -12,6 +12,7 @@ import torch
 from rllib_ext.algorithms.impact.utils import (
     adapt_kl_coeff,
     clipped_surrogate,
+    masked_mean,
     masked_standardize,
     surrogate_log_ratio,
     vtrace_gae_lambda,
@@ -145,3 +146,20 @@ def test_masked_standardize_uses_only_valid_steps():
     torch.testing.assert_close(out, (x - mean) / (std + 1e-8))
     valid = out[mask.bool()]
     assert abs(float(valid.mean())) < 1e-6 and abs(float(valid.pow(2).mean()) - 1.0) < 1e-6
+
+
+def test_masked_mean_of_a_fully_masked_batch_is_zero_not_nan():
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    mask = torch.zeros_like(x)
+    assert float(masked_mean(x, mask, mask.sum())) == 0.0
+    out = masked_standardize(x, mask, mask.sum())
+    assert torch.isfinite(out).all()
+
+
+def test_masked_mean_ignores_non_finite_values_on_masked_steps():
+    """0·inf = NaN: a masked inf or NaN must not reach the mean (a phantom step's ratio can overflow)."""
+    x = torch.tensor([[1.0, float("inf")], [3.0, float("nan")]])
+    mask = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    assert float(masked_mean(x, mask, mask.sum())) == pytest.approx(2.0)
+    std = masked_standardize(x, mask, mask.sum())[mask.bool()]
+    torch.testing.assert_close(std, torch.tensor([-1.0, 1.0]))
