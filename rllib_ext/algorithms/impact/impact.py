@@ -75,6 +75,10 @@ logger = logging.getLogger(__name__)
 #: R3 = πθ/max(πtarget, β·πworker) (IMPACT).
 SURROGATE_RATIOS = ("r1", "r2", "r3")
 
+#: Critic targets: "v_gae" = V(s_t) + A^{V-GAE}_t with the advantage's λ (Algorithm 1 line 8's
+#: V̂_{V-GAE}); "vtrace" = the λ = 1 V-trace target v_s (IMPALA; the authors' APPO code).
+VALUE_TARGETS = ("v_gae", "vtrace")
+
 
 class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
     """Configuration of IMPACT_EXT (paper 004).
@@ -93,7 +97,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         lambda_: λ of the V-trace GAE-λ advantage (§3.1).
         broadcast_interval: learner updates between weight broadcasts (``t_frequency``).
 
-    Own settings: ``surrogate_ratio``, ``optimizer``, ``optimizer_kwargs`` (see
+    Own settings: ``surrogate_ratio``, ``value_target``, ``vtrace_clip_c_threshold`` (c̄),
+    ``optimizer``, ``optimizer_kwargs`` (see
     :meth:`training`) and ``torch_num_threads`` (torch threads of the Learner's process; 1 by
     default: with the learner in the driver, more threads contend with the env runners on a
     small machine; None leaves torch's default).
@@ -139,8 +144,12 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         self.optimizer = "adam"
         self.optimizer_kwargs = {}
         self.torch_num_threads = 1
-        # V-trace truncations ρ̄ (on δ and on the value targets) and c̄ are RLlib's
-        # `vtrace_clip_rho_threshold` (1.0) and `vtrace_clip_pg_rho_threshold` (1.0); c̄ = 1.0.
+        # Critic target (Algorithm 1 line 8): V + A^{V-GAE} (λ-consistent), or "vtrace" (λ = 1).
+        self.value_target = "v_gae"
+        # V-trace truncations of §3.1's A^{V-GAE}: ρ̄ on the TD errors δ_i is RLlib's
+        # `vtrace_clip_rho_threshold` (1.0); c̄ on the trace coefficients c_j is this one (1.0,
+        # as in V-trace). The paper gives neither value.
+        self.vtrace_clip_c_threshold = 1.0
 
         # Execution: the learner runs in the driver (one local Learner) on small machines;
         # `num_learners=1` puts it in its own actor (e.g. on a GPU).
@@ -160,6 +169,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         self,
         *,
         surrogate_ratio: str | None = NotProvided,
+        value_target: str | None = NotProvided,
+        vtrace_clip_c_threshold: float | None = NotProvided,
         standardize_advantages: bool | None = NotProvided,
         optimizer: str | None = NotProvided,
         optimizer_kwargs: dict[str, Any] | None = NotProvided,
@@ -171,6 +182,11 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         Args:
             surrogate_ratio: "r3" (IMPACT, default), "r1" (πθ/πtarget) or "r2" (πθ/πworker),
                 the ablation of paper 004 §4.1.
+            value_target: The critic's regression target (Algorithm 1 line 8, V̂_{V-GAE}):
+                "v_gae" (default) V(s_t) + A^{V-GAE}_t with the advantage's λ, or "vtrace" the
+                λ = 1 V-trace target v_s (what IMPALA and the authors' APPO code regress on).
+            vtrace_clip_c_threshold: c̄, the truncation of the trace coefficients
+                c_j = min(c̄, πtarget/πworker) of A^{V-GAE} (§3.1); 1.0 as in V-trace.
             standardize_advantages: Standardise each batch's advantages (mean 0, std 1 over
                 its valid steps) before the surrogate, as RLlib's PPO does. Not in paper 004;
                 False (default) is the paper.
@@ -192,6 +208,10 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         super().training(**kwargs)
         if surrogate_ratio is not NotProvided:
             self.surrogate_ratio = surrogate_ratio
+        if value_target is not NotProvided:
+            self.value_target = value_target
+        if vtrace_clip_c_threshold is not NotProvided:
+            self.vtrace_clip_c_threshold = vtrace_clip_c_threshold
         if standardize_advantages is not NotProvided:
             self.standardize_advantages = standardize_advantages
         if optimizer is not NotProvided:
@@ -245,6 +265,21 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         if self.surrogate_ratio not in SURROGATE_RATIOS:
             self._value_error(
                 f"`surrogate_ratio` must be one of {', '.join(SURROGATE_RATIOS)}, got {self.surrogate_ratio!r}"
+            )
+        if self.value_target not in VALUE_TARGETS:
+            self._value_error(f"`value_target` must be one of {', '.join(VALUE_TARGETS)}, got {self.value_target!r}")
+        for name, label in (("vtrace_clip_rho_threshold", "rho_bar"), ("vtrace_clip_c_threshold", "c_bar")):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+                self._value_error(
+                    f"`{name}` ({label}, V-trace GAE-lambda truncation, paper 004 §3.1) must be a "
+                    f"number > 0, got {value!r}"
+                )
+        if self.vtrace_clip_pg_rho_threshold != 1.0:
+            self._value_error(
+                f"`vtrace_clip_pg_rho_threshold` = {self.vtrace_clip_pg_rho_threshold!r} has no effect in "
+                "IMPACT_EXT (default 1.0): the policy gradient uses A^{V-GAE} (§3.1), whose δ-weights are "
+                "truncated at `vtrace_clip_rho_threshold` (rho_bar), and R3's `target_worker_clipping` (rho)"
             )
         if not isinstance(self.standardize_advantages, bool):
             self._value_error(f"`standardize_advantages` must be True or False, got {self.standardize_advantages!r}")

@@ -13,11 +13,11 @@ All tensors are time-major [T, B] (as RLlib's ``vtrace_torch``) and work on log-
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
-from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
 
-from rllib_ext.algorithms.impact.impact import SURROGATE_RATIOS
+from rllib_ext.algorithms.impact.impact import SURROGATE_RATIOS, VALUE_TARGETS
 
 
 def vtrace_gae_lambda(
@@ -72,34 +72,41 @@ def vtrace_gae_lambda(
     return advantages
 
 
-def vtrace_targets(
+def value_targets_and_advantages(
     *,
-    target_logp: torch.Tensor,
-    behaviour_logp: torch.Tensor,
-    discounts: torch.Tensor,
-    rewards: torch.Tensor,
+    value_target: str,
+    lam: float,
     values: torch.Tensor,
-    bootstrap_values: torch.Tensor,
-    rho_bar: float = 1.0,
-    pg_rho_bar: float = 1.0,
+    **trace_inputs: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """V-trace value targets v_s and policy-gradient advantages via RLlib's ``vtrace_torch``.
+    """The critic's targets and the policy's A^{V-GAE} (paper 004 Algorithm 1 line 8, §3.1).
 
-    Thin wrapper so that the learner and the tests call V-trace the same way.
+    The advantage is :func:`vtrace_gae_lambda` with the given λ. The critic target V̂_{V-GAE}
+    of Algorithm 1 line 8 is, with ``value_target``:
+
+    * ``"v_gae"``: V(s_t) + A^{V-GAE}_t, the off-policy λ-return consistent with the advantage
+      (with π_target = π_worker it is GAE's λ-return, the target of PPO's critic);
+    * ``"vtrace"``: V(s_t) + A^{V-GAE}_t at λ = 1, which is IMPALA's V-trace target v_s
+      (Σ γ^{i−t} Π c_j ρ_i δ_i). RLlib's ``vtrace_torch`` computes the same with c̄ fixed
+      at 1; this recursion honours c̄ (the tests compare the two at c̄ = 1).
+
+    Args:
+        value_target: "v_gae" or "vtrace".
+        lam: λ of the advantage.
+        values: V(s_t), [T, B] (treated as constants).
+        **trace_inputs: The other arguments of :func:`vtrace_gae_lambda`.
 
     Returns:
-        ``(vs, pg_advantages)``, both [T, B] and detached.
+        ``(value_targets, advantages)``, both [T, B] and without gradient.
     """
-    return vtrace_torch(
-        target_action_log_probs=target_logp,
-        behaviour_action_log_probs=behaviour_logp,
-        discounts=discounts,
-        rewards=rewards,
-        values=values,
-        bootstrap_values=bootstrap_values,
-        clip_rho_threshold=rho_bar,
-        clip_pg_rho_threshold=pg_rho_bar,
-    )
+    advantages = vtrace_gae_lambda(lam=lam, values=values, **trace_inputs)
+    if value_target == "v_gae" or lam == 1.0:
+        returns_minus_v = advantages
+    elif value_target == "vtrace":
+        returns_minus_v = vtrace_gae_lambda(lam=1.0, values=values, **trace_inputs)
+    else:
+        raise ValueError(f"value_target must be one of {VALUE_TARGETS}, got {value_target!r}")
+    return values.detach() + returns_minus_v, advantages
 
 
 def surrogate_log_ratio(

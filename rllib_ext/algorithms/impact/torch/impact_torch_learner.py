@@ -4,13 +4,14 @@ Read top to bottom, :meth:`IMPACTTorchLearner.compute_loss_for_module` computes:
 
 1. log-probabilities of the taken actions under πθ (learner, with gradient), πtarget (target
    network, cached at the batch's first draw) and πworker (behaviour, from the env runner);
-2. V-trace value targets v_s (RLlib's ``vtrace_torch``) and V-trace GAE-λ advantages (§3.1,
-   Han & Sung 2019), both with importance weights πtarget/πworker, and the values of the
-   current critic; with ``standardize_advantages`` (opt-in, not in the paper) the advantages
-   are then standardised over the batch's valid steps;
+2. V-trace GAE-λ advantages A^{V-GAE} (§3.1, Han & Sung 2019) with importance weights
+   πtarget/πworker truncated at ρ̄ (on δ) and c̄ (on the traces), and the critic's target
+   V̂_{V-GAE} of Algorithm 1 line 8: V + A^{V-GAE} by default, or the λ = 1 V-trace target v_s
+   (``value_target``); with ``standardize_advantages`` (opt-in, not in the paper) the
+   advantages are then standardised over the batch's valid steps;
 3. the surrogate ratio R (R3 = πθ / max(πtarget, β πworker), β = 1/ρ, or the ablation R1/R2 of
    §4.1) inside PPO's ε-clipped objective min(R·A, clip(R, 1−ε, 1+ε)·A);
-4. value loss ½ (V(s) − v_s)², entropy bonus, and the KL(πtarget ‖ πθ) penalty η·KL;
+4. value loss ½ (V(s) − V̂)², entropy bonus, and the KL(πtarget ‖ πθ) penalty η·KL;
    total = −surrogate + c_vf · value loss − c_ent · entropy + η · KL.
 Means run over the valid (loss_mask = 1) steps only and are NaN-safe (``masked_mean``).
 Gradients are clipped by global norm (``grad_clip``) by RLlib's ``postprocess_gradients``.
@@ -43,8 +44,7 @@ from rllib_ext.algorithms.impact.utils import (
     masked_standardize,
     ratio_stats,
     surrogate_log_ratio,
-    vtrace_gae_lambda,
-    vtrace_targets,
+    value_targets_and_advantages,
 )
 from rllib_ext.common.threads import TorchThreadsLearner
 from rllib_ext.optim import make_optimizer
@@ -91,7 +91,10 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         return tm
 
     def value_targets_and_advantages(self, *, config, batch, values: torch.Tensor):
-        """V-trace targets v_s and V-trace GAE-λ advantages (§3.1), both time-major [T, B].
+        """The critic's targets V̂ and V-trace GAE-λ advantages (§3.1), both time-major [T, B].
+
+        V̂ is V + A^{V-GAE} (``value_target="v_gae"``, Algorithm 1 line 8) or the λ = 1 V-trace
+        target v_s (``"vtrace"``); see :func:`~rllib_ext.algorithms.impact.utils.value_targets_and_advantages`.
 
         Importance weights are πtarget/πworker (``TARGET_LOGP`` must be attached, Algorithm 1
         line 7). RLlib's learner connector appends one bootstrap ("phantom") step per episode
@@ -121,10 +124,9 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
             values=v_const,
             bootstrap_values=bootstrap,
             rho_bar=config.vtrace_clip_rho_threshold,
+            c_bar=config.vtrace_clip_c_threshold,
         )
-        vs, _ = vtrace_targets(pg_rho_bar=config.vtrace_clip_pg_rho_threshold, **trace_inputs)
-        advantages = vtrace_gae_lambda(lam=config.lambda_, c_bar=1.0, **trace_inputs)
-        return vs, advantages
+        return value_targets_and_advantages(value_target=config.value_target, lam=config.lambda_, **trace_inputs)
 
     @override(TorchLearner)
     def compute_loss_for_module(
@@ -154,7 +156,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         # 2. V-trace targets and V-trace GAE-λ advantages (§3.1).
         values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
         values_tm = tm(values)
-        vs, advantages = self.value_targets_and_advantages(config=config, batch=batch, values=values)
+        value_targets, advantages = self.value_targets_and_advantages(config=config, batch=batch, values=values)
         raw_advantages_mean = masked_mean(advantages, mask_tm, count).detach()
         if config.standardize_advantages:  # opt-in, not in the paper (RLlib PPO's habit)
             advantages = masked_standardize(advantages, mask_tm, count)
@@ -175,8 +177,8 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         surrogate = clipped_surrogate(ratio, advantages, config.clip_param)
         mean_pi_loss = -masked_mean(surrogate, mask_tm, count)
 
-        # 4. Value loss on the V-trace targets, entropy bonus, KL(πtarget ‖ πθ) penalty.
-        mean_vf_loss = 0.5 * masked_mean(torch.square(values_tm - vs), mask_tm, count)
+        # 4. Value loss on V̂ (Algorithm 1 line 8), entropy bonus, KL(πtarget ‖ πθ) penalty.
+        mean_vf_loss = 0.5 * masked_mean(torch.square(values_tm - value_targets), mask_tm, count)
         mean_entropy = masked_mean(pi_theta.entropy(), mask, count)
         mean_kl = masked_mean(pi_target.kl(pi_theta), mask, count)
         entropy_coeff = self.entropy_coeff_schedulers_per_module[module_id].get_current_value()

@@ -109,8 +109,9 @@ def _discounted(x, factor):
 
 
 def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminals(ray_session):
-    """V-trace targets and GAE-λ advantages on a real batch, against closed forms computed
-    from the sampled episodes themselves (on-policy: πtarget = πworker, so ρ = c = 1).
+    """V-trace targets (``value_target="vtrace"``) and GAE-λ advantages on a real batch, against
+    closed forms computed from the sampled episodes themselves (on-policy: πtarget = πworker, so
+    ρ = c = 1); the default target V + A^{V-GAE} is checked too.
 
     RLlib's layout: each episode chunk gets one phantom step, the chunks are concatenated and
     cut into time-major rows of T = rollout_fragment_length steps (as in APPO). So every trace
@@ -121,7 +122,7 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
     V(s_L) at a chunk cut before the episode's end and 0 after a terminal step.
     """
     gamma, lam, T = 0.9, 0.8, 50
-    algo = _build(gamma=gamma, lambda_=lam, train_batch_size_per_learner=150)
+    algo = _build(gamma=gamma, lambda_=lam, train_batch_size_per_learner=150, value_target="vtrace")
     try:
         learner = algo.learner_group._learner
         module = learner.module["default_policy"].unwrapped()
@@ -134,7 +135,7 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
         ]
         assert any(t for *_, t in chunks) and not chunks[-1][2]
 
-        expected_vs, expected_adv, offset, row_cuts = [], [], 0, 0
+        expected_vs, expected_adv, expected_values, offset, row_cuts = [], [], [], 0, 0
         with torch.no_grad():
             for rewards, obs, terminated in chunks:
                 L = len(rewards)
@@ -147,6 +148,7 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
                     tail = gamma ** np.arange(b - a, 0, -1) * vn[-1]
                     expected_vs.append(_discounted(r, gamma) + tail)
                     expected_adv.append(_discounted(r + gamma * vn - v[a:b], gamma * lam))
+                    expected_values.append(v[a:b])
                 offset += L + 1  # the phantom step
         assert row_cuts > 0  # the layout case the formula above covers is exercised
 
@@ -164,6 +166,13 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
         flat = lambda x: x.transpose(0, 1).reshape(-1)[:n].double().numpy()[real]  # noqa: E731
         np.testing.assert_allclose(flat(vs), np.concatenate(expected_vs), rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(flat(adv), np.concatenate(expected_adv), rtol=1e-4, atol=1e-4)
+        # The default critic target (Algorithm 1 line 8): V + A^{V-GAE} with the same λ.
+        v_gae = config.copy(copy_frozen=False)
+        v_gae.value_target = "v_gae"
+        with torch.no_grad():
+            targets, _ = learner.value_targets_and_advantages(config=v_gae, batch=batch, values=values)
+        v_real = np.concatenate([v[: len(a)] for v, a in zip(expected_values, expected_adv, strict=True)])
+        np.testing.assert_allclose(flat(targets), v_real + np.concatenate(expected_adv), rtol=1e-4, atol=1e-4)
     finally:
         algo.stop()
 

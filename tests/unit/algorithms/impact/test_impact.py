@@ -22,6 +22,10 @@ from rllib_ext.algorithms.impact.impact import IMPACTConfig
         ({"lambda_": 1.5}, "lambda_"),
         ({"clip_param": 0.0}, "clip_param"),
         ({"standardize_advantages": "yes"}, "standardize_advantages"),
+        ({"value_target": "td0"}, "value_target"),
+        ({"vtrace_clip_c_threshold": 0.0}, "vtrace_clip_c_threshold"),
+        ({"vtrace_clip_rho_threshold": -1.0}, "vtrace_clip_rho_threshold"),
+        ({"vtrace_clip_pg_rho_threshold": 2.0}, "vtrace_clip_pg_rho_threshold.*no effect"),
     ],
 )
 def test_validate_rejects_bad_hyperparameters(overrides, match):

@@ -1,8 +1,9 @@
 """IMPACT_EXT's torch learner on hand-made batches (learner built in-process, no Ray).
 
-RLlib's batch layout: episode chunks, each followed by one phantom step (loss_mask 0),
-concatenated and cut into time-major rows of ``rollout_fragment_length`` steps.
-
+* The critic's target and A^{V-GAE} of paper 004 (Algorithm 1 line 8, §3.1) off-policy
+  (π_target ≠ π_worker, ratios on both sides of ρ̄ and c̄), against the paper's explicit double
+  sum on RLlib's batch layout: episode chunks, each followed by one phantom step (loss_mask 0),
+  concatenated and cut into time-major rows of ``rollout_fragment_length`` steps.
 * NaN-safety of the loss: a fully masked batch, and a phantom step whose ratio overflows.
 """
 
@@ -76,6 +77,72 @@ def _hand_made_batch(seed=0):
         TARGET_LOGP: f32(logp_t),
     }
     return batch, f32(values), chunks
+
+
+def _paper_double_sum(chunk, lam, rho_bar, c_bar):
+    """§3.1: A_t = Σ_{i=t}^{L−1} (λγ)^{i−t} (Π_{j=t}^{i−1} c_j) δ_i V, δ_i V = ρ_i (r_i + γV_{i+1} − V_i),
+    ρ_i = min(ρ̄, πt/πw), c_j = min(c̄, πt/πw); V_L = V(s_L) after a cut, 0 after a terminal."""
+    r, v, ratio = chunk["r"], chunk["v"].copy(), chunk["ratio"]
+    L = len(r)
+    if chunk["terminated"]:
+        v[L] = 0.0
+    rho, c = np.minimum(rho_bar, ratio), np.minimum(c_bar, ratio)
+    delta = rho * (r + GAMMA * v[1:] - v[:L])
+    adv = np.zeros(L)
+    for t in range(L):
+        for i in range(t, L):
+            adv[t] += (lam * GAMMA) ** (i - t) * np.prod(c[t:i]) * delta[i]
+    return adv, v[:L]
+
+
+def _flat_real(x):
+    """Time-major [T, B] back to the flat order, real steps only."""
+    n = sum(length + 1 for length, _ in CHUNKS)
+    flat = x.transpose(0, 1).reshape(-1)[:n].double().numpy()
+    real = np.concatenate([[True] * length + [False] for length, _ in CHUNKS])
+    return flat[real]
+
+
+@pytest.mark.parametrize(
+    "lam,rho_bar,c_bar",
+    [(0.7, 1.0, 1.0), (0.7, 2.0, 0.5), (0.7, 2.0, 1.0), (1.0, 1.0, 0.5), (0.0, 2.0, 1.0)],
+)
+@pytest.mark.parametrize("value_target", ["v_gae", "vtrace"])
+def test_critic_target_and_advantage_off_policy_match_the_paper(learner, lam, rho_bar, c_bar, value_target):
+    """A = A^{V-GAE} with the configured ρ̄ and c̄; the critic target is V + A^{V-GAE} (the default,
+    λ-consistent) or V + A^{V-GAE} at λ = 1 (= V-trace's v_s), both off-policy."""
+    config = _config(
+        learner,
+        lambda_=lam,
+        vtrace_clip_rho_threshold=rho_bar,
+        vtrace_clip_c_threshold=c_bar,
+        value_target=value_target,
+    )
+    batch, values, chunks = _hand_made_batch()
+    targets, adv = learner.value_targets_and_advantages(config=config, batch=batch, values=values)
+    expected_adv, expected_targets = [], []
+    for chunk in chunks:
+        a, v = _paper_double_sum(chunk, lam, rho_bar, c_bar)
+        a_target = a if value_target == "v_gae" else _paper_double_sum(chunk, 1.0, rho_bar, c_bar)[0]
+        expected_adv.append(a)
+        expected_targets.append(chunk["v"][: len(a)] + a_target)
+    np.testing.assert_allclose(_flat_real(adv), np.concatenate(expected_adv), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_flat_real(targets), np.concatenate(expected_targets), rtol=1e-5, atol=1e-5)
+
+
+def test_default_critic_target_is_lambda_consistent(learner):
+    """IMPACTConfig's default regresses the critic on V + A^{V-GAE} (Algorithm 1 line 8), not on the
+    λ = 1 V-trace target: with λ < 1 off-policy, the two differ and the default is the first."""
+    assert IMPACTConfig().value_target == "v_gae"
+    batch, values, _ = _hand_made_batch(seed=1)
+    config = _config(learner, lambda_=0.5)
+    targets, adv = learner.value_targets_and_advantages(config=config, batch=batch, values=values)
+    v_tm = learner._time_major_fn(config, batch)(values)
+    np.testing.assert_allclose(_flat_real(targets), _flat_real(v_tm + adv), rtol=1e-6, atol=1e-6)
+    vtrace, _ = learner.value_targets_and_advantages(
+        config=_config(learner, lambda_=0.5, value_target="vtrace"), batch=batch, values=values
+    )
+    assert np.abs(_flat_real(vtrace) - _flat_real(targets)).max() > 1e-2
 
 
 def _loss_batch(learner, *, mask, seed=0):

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
 
 from rllib_ext.algorithms.impact.utils import (
     adapt_kl_coeff,
@@ -15,8 +16,8 @@ from rllib_ext.algorithms.impact.utils import (
     masked_mean,
     masked_standardize,
     surrogate_log_ratio,
+    value_targets_and_advantages,
     vtrace_gae_lambda,
-    vtrace_targets,
 )
 
 
@@ -107,14 +108,41 @@ def test_vtrace_gae_equals_gae_when_behaviour_is_target(lam):
     np.testing.assert_allclose(adv.numpy(), expected, rtol=1e-10, atol=1e-10)
 
 
+def _rllib_vtrace(target, behaviour, data, rho_bar):
+    """RLlib's V-trace (c̄ fixed at 1): (v_s, pg advantages with ρ̄_pg = ρ̄)."""
+    return vtrace_torch(
+        target_action_log_probs=target,
+        behaviour_action_log_probs=behaviour,
+        clip_rho_threshold=rho_bar,
+        clip_pg_rho_threshold=rho_bar,
+        **data,
+    )
+
+
 def test_vtrace_gae_at_lambda_one_equals_vtrace_advantages():
     data, behaviour, target = _episode_tensors(seed=3)
     adv = vtrace_gae_lambda(target_logp=target, behaviour_logp=behaviour, lam=1.0, rho_bar=1.0, c_bar=1.0, **data)
-    vs, pg_adv = vtrace_targets(target_logp=target, behaviour_logp=behaviour, rho_bar=1.0, pg_rho_bar=1.0, **data)
+    vs, pg_adv = _rllib_vtrace(target, behaviour, data, rho_bar=1.0)
     # Σ γ^{i-t} Π c_j δ_i = v_s − V(s_t) ...
     torch.testing.assert_close(adv, vs - data["values"])
     # ... = ρ_t (r_t + γ v_{t+1} − V(s_t)), V-trace's policy-gradient advantage (ρ̄ = c̄ = 1).
     torch.testing.assert_close(adv, pg_adv)
+
+
+@pytest.mark.parametrize("rho_bar", [1.0, 2.0])
+@pytest.mark.parametrize("lam", [0.5, 1.0])
+def test_vtrace_value_target_is_rllibs_vs_and_v_gae_target_is_v_plus_advantage(lam, rho_bar):
+    """Algorithm 1 line 8's critic target, off-policy: "vtrace" is RLlib's V-trace v_s whatever λ
+    (c̄ = 1, as RLlib fixes it); "v_gae" (the default) is V + A^{V-GAE} with the advantage's λ."""
+    data, behaviour, target = _episode_tensors(seed=5)
+    trace = dict(target_logp=target, behaviour_logp=behaviour, rho_bar=rho_bar, c_bar=1.0, **data)
+    vs, _ = _rllib_vtrace(target, behaviour, data, rho_bar=rho_bar)
+    targets, adv = value_targets_and_advantages(value_target="vtrace", lam=lam, **trace)
+    torch.testing.assert_close(targets, vs)
+    torch.testing.assert_close(adv, vtrace_gae_lambda(lam=lam, **trace))
+    targets, adv2 = value_targets_and_advantages(value_target="v_gae", lam=lam, **trace)
+    torch.testing.assert_close(adv2, adv)
+    torch.testing.assert_close(targets, data["values"] + adv)
 
 
 def test_vtrace_gae_truncates_traces_off_policy():
