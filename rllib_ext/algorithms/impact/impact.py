@@ -79,6 +79,43 @@ SURROGATE_RATIOS = ("r1", "r2", "r3")
 #: V̂_{V-GAE}); "vtrace" = the λ = 1 V-trace target v_s (IMPALA; the authors' APPO code).
 VALUE_TARGETS = ("v_gae", "vtrace")
 
+#: §4.1.1: "when n = 1∼4, the agent does not learn" (n = learner updates between target syncs).
+#: An explicit `target_network_update_freq` at or below this is rejected unless forced.
+MAX_NON_LEARNING_TARGET_PERIOD = 4
+
+#: Settings inherited from RLlib's AlgorithmConfig / IMPALAConfig / APPOConfig that IMPACT_EXT
+#: never reads, with what to use instead. validate() rejects a value other than the default.
+IGNORED_SETTINGS: dict[str, str] = {
+    "num_epochs": (
+        "each learner update is one gradient step on one batch drawn from the circular buffer; "
+        "the reuse of a batch is `circular_buffer_iterations_per_batch` (K), which is also what "
+        "the old `num_sgd_iter` of the authors' APPO meant"
+    ),
+    "minibatch_size": (
+        "a learner update trains on one whole train batch of `train_batch_size_per_learner` (M) "
+        "env steps; §3.2's minibatches are the N batches of the circular buffer"
+    ),
+    "shuffle_batch_per_epoch": "there are no epochs or minibatches to shuffle (see `num_epochs`)",
+    "train_batch_size": (
+        "the train batch size M is `train_batch_size_per_learner` (`train_batch_size` is only "
+        "read when `train_batch_size_per_learner` is None)"
+    ),
+    "use_gae": "the advantages are always V-trace GAE-λ (§3.1); `lambda_=1.0` gives V-trace's",
+    "vtrace_clip_pg_rho_threshold": (
+        "the policy gradient uses A^{V-GAE} (§3.1), whose δ-weights are truncated at "
+        "`vtrace_clip_rho_threshold` (ρ̄), and R3's `target_worker_clipping` (ρ)"
+    ),
+    "simple_queue_size": "the learner draws from the circular buffer C(N, K), not from APPO's queue",
+    "num_gpu_loader_threads": "there are no GPU loader threads",
+    "timeout_s_aggregator_manager": "there are no aggregator actors",
+    "opt_type": "the optimizer is `optimizer` (with `optimizer_kwargs`)",
+    "decay": "the optimizer is `optimizer` (with `optimizer_kwargs`)",
+    "momentum": "the optimizer is `optimizer` (with `optimizer_kwargs`)",
+    "epsilon": "the optimizer is `optimizer` (with `optimizer_kwargs`)",
+    "replay_buffer_num_slots": "the only buffer is the circular buffer C(N, K)",
+    "learner_queue_timeout": "the learner draws from the circular buffer C(N, K), not from a queue",
+}
+
 
 class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
     """Configuration of IMPACT_EXT (paper 004).
@@ -92,16 +129,22 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
     Settings that differ in meaning from APPO's:
         target_network_update_freq: learner updates between target-network syncs (Algorithm 1
             ``t_target``); None (default) means n = N·K, the paper's §4.1.1 benchmark. (APPO
-            counts multiples of N·K·batch size in trained env steps.)
+            counts multiples of N·K·batch size in trained env steps.) 1 to 4 is the range where
+            "the agent does not learn" (§4.1.1) and is rejected unless
+            ``force_target_network_update_freq=True``.
         target_worker_clipping: ρ ≥ 1 of R3 (β = 1/ρ). APPO ignores it; here it is used.
         lambda_: λ of the V-trace GAE-λ advantage (§3.1).
         broadcast_interval: learner updates between weight broadcasts (``t_frequency``).
 
     Own settings: ``surrogate_ratio``, ``value_target``, ``vtrace_clip_c_threshold`` (c̄),
-    ``optimizer``, ``optimizer_kwargs`` (see
+    ``force_target_network_update_freq``, ``optimizer``, ``optimizer_kwargs`` (see
     :meth:`training`) and ``torch_num_threads`` (torch threads of the Learner's process; 1 by
     default: with the learner in the driver, more threads contend with the env runners on a
     small machine; None leaves torch's default).
+
+    Inherited settings IMPACT_EXT does not read (:data:`IGNORED_SETTINGS`: ``num_epochs``,
+    ``minibatch_size``, ``vtrace_clip_pg_rho_threshold``, ...) are rejected by
+    :meth:`validate` when set to anything but their default.
 
     Example:
         >>> from rllib_ext import IMPACTConfig
@@ -150,6 +193,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         # `vtrace_clip_rho_threshold` (1.0); c̄ on the trace coefficients c_j is this one (1.0,
         # as in V-trace). The paper gives neither value.
         self.vtrace_clip_c_threshold = 1.0
+        # Accept a `target_network_update_freq` in §4.1.1's "does not learn" range (1 to 4).
+        self.force_target_network_update_freq = False
 
         # Execution: the learner runs in the driver (one local Learner) on small machines;
         # `num_learners=1` puts it in its own actor (e.g. on a GPU).
@@ -171,6 +216,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         surrogate_ratio: str | None = NotProvided,
         value_target: str | None = NotProvided,
         vtrace_clip_c_threshold: float | None = NotProvided,
+        force_target_network_update_freq: bool | None = NotProvided,
         standardize_advantages: bool | None = NotProvided,
         optimizer: str | None = NotProvided,
         optimizer_kwargs: dict[str, Any] | None = NotProvided,
@@ -187,6 +233,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                 λ = 1 V-trace target v_s (what IMPALA and the authors' APPO code regress on).
             vtrace_clip_c_threshold: c̄, the truncation of the trace coefficients
                 c_j = min(c̄, πtarget/πworker) of A^{V-GAE} (§3.1); 1.0 as in V-trace.
+            force_target_network_update_freq: Accept a ``target_network_update_freq`` of 1 to 4,
+                the range where "the agent does not learn" (§4.1.1); False rejects it.
             standardize_advantages: Standardise each batch's advantages (mean 0, std 1 over
                 its valid steps) before the surrogate, as RLlib's PPO does. Not in paper 004;
                 False (default) is the paper.
@@ -212,6 +260,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self.value_target = value_target
         if vtrace_clip_c_threshold is not NotProvided:
             self.vtrace_clip_c_threshold = vtrace_clip_c_threshold
+        if force_target_network_update_freq is not NotProvided:
+            self.force_target_network_update_freq = force_target_network_update_freq
         if standardize_advantages is not NotProvided:
             self.standardize_advantages = standardize_advantages
         if optimizer is not NotProvided:
@@ -259,6 +309,20 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                 "`target_network_update_freq` must be None (= N*K learner updates) or an "
                 f"integer >= 1 (learner updates between target syncs), got {freq!r}"
             )
+        if not isinstance(self.force_target_network_update_freq, bool):
+            self._value_error(
+                "`force_target_network_update_freq` must be True or False, got "
+                f"{self.force_target_network_update_freq!r}"
+            )
+        if freq is not None and freq <= MAX_NON_LEARNING_TARGET_PERIOD and not self.force_target_network_update_freq:
+            self._value_error(
+                f"`target_network_update_freq` = {freq} learner updates between target syncs is in "
+                f"the range 1-{MAX_NON_LEARNING_TARGET_PERIOD} where, in paper 004 §4.1.1 (Fig. 3b), "
+                '"the agent does not learn". IMPACT_EXT counts it in learner updates (APPO counts '
+                "multiples of N*K*M trained env steps, so an APPO value of 2 means something else "
+                "here). Use None (n = N*K, the paper's benchmark) or a larger value, or set "
+                "`force_target_network_update_freq=True` to run it anyway"
+            )
         bi = self.broadcast_interval
         if not isinstance(bi, int) or isinstance(bi, bool) or bi < 1:
             self._value_error(f"`broadcast_interval` must be an integer >= 1, got {bi!r}")
@@ -275,12 +339,7 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                     f"`{name}` ({label}, V-trace GAE-lambda truncation, paper 004 §3.1) must be a "
                     f"number > 0, got {value!r}"
                 )
-        if self.vtrace_clip_pg_rho_threshold != 1.0:
-            self._value_error(
-                f"`vtrace_clip_pg_rho_threshold` = {self.vtrace_clip_pg_rho_threshold!r} has no effect in "
-                "IMPACT_EXT (default 1.0): the policy gradient uses A^{V-GAE} (§3.1), whose δ-weights are "
-                "truncated at `vtrace_clip_rho_threshold` (rho_bar), and R3's `target_worker_clipping` (rho)"
-            )
+        self._check_ignored_settings()
         if not isinstance(self.standardize_advantages, bool):
             self._value_error(f"`standardize_advantages` must be True or False, got {self.standardize_advantages!r}")
         check_optimizer(self)
@@ -307,6 +366,16 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         # RLlib's default networks (its catalog) decide which spaces work: Discrete, Box and
         # MultiDiscrete actions; vector or (some) image observations.
         check_default_module_builds(self, env_spaces(self))
+
+    def _check_ignored_settings(self) -> None:
+        """One error naming the first inherited setting IMPACT_EXT ignores that is not at its default."""
+        defaults = IMPACTConfig()
+        for name, instead in IGNORED_SETTINGS.items():
+            if name == "train_batch_size" and self._train_batch_size_per_learner is None:
+                continue  # RLlib then derives M from it
+            value, default = getattr(self, name, None), getattr(defaults, name, None)
+            if value != default:
+                self._value_error(f"`{name}` = {value!r} has no effect in IMPACT_EXT (default {default!r}): {instead}")
 
     @override(APPOConfig)
     def get_default_learner_class(self):

@@ -35,7 +35,14 @@ def _module_state(algo):
 @pytest.mark.parametrize("env,env_config", [("CartPole-v1", {}), ("rllib_ext/VariableLength-v0", {"continuous": True})])
 def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, variable_length_env, env, env_config):
     # Tiny kl_target: the KL coefficient moves away from its initial value at every target sync.
-    config = _config(env, use_kl_loss=True, kl_coeff=1.0, kl_target=1e-8, target_network_update_freq=2)
+    config = _config(
+        env,
+        use_kl_loss=True,
+        kl_coeff=1.0,
+        kl_target=1e-8,
+        target_network_update_freq=2,  # §4.1.1's "does not learn" range: syncs in a short run
+        force_target_network_update_freq=True,
+    )
     config.environment(env, env_config=env_config)
     algo = config.build_algo()
     try:

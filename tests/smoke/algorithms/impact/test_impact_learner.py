@@ -46,7 +46,13 @@ def _target_equals_main(learner) -> bool:
 
 @pytest.fixture
 def algo_n4(ray_session):
-    algo = _build(circular_buffer_num_batches=2, circular_buffer_iterations_per_batch=3, target_network_update_freq=4)
+    # n = 4 is in §4.1.1's "does not learn" range; forced here to see several syncs quickly.
+    algo = _build(
+        circular_buffer_num_batches=2,
+        circular_buffer_iterations_per_batch=3,
+        target_network_update_freq=4,
+        force_target_network_update_freq=True,
+    )
     yield algo
     algo.stop()
 
@@ -86,6 +92,7 @@ def test_kl_coeff_adapts_at_target_sync(ray_session, kl_target, expected):
         circular_buffer_num_batches=1,
         circular_buffer_iterations_per_batch=2,
         target_network_update_freq=2,
+        force_target_network_update_freq=True,
         use_kl_loss=True,
         kl_coeff=1.0,
         kl_target=kl_target,

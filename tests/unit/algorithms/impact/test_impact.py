@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rllib_ext.algorithms.impact.impact import IMPACTConfig
+from rllib_ext.algorithms.impact.impact import IGNORED_SETTINGS, IMPACTConfig
 
 
 @pytest.mark.parametrize(
@@ -25,7 +25,10 @@ from rllib_ext.algorithms.impact.impact import IMPACTConfig
         ({"value_target": "td0"}, "value_target"),
         ({"vtrace_clip_c_threshold": 0.0}, "vtrace_clip_c_threshold"),
         ({"vtrace_clip_rho_threshold": -1.0}, "vtrace_clip_rho_threshold"),
-        ({"vtrace_clip_pg_rho_threshold": 2.0}, "vtrace_clip_pg_rho_threshold.*no effect"),
+        # §4.1.1: "when n = 1~4, the agent does not learn" (an APPO-style value of 2).
+        ({"target_network_update_freq": 2}, "target_network_update_freq.*does not learn"),
+        ({"target_network_update_freq": 4}, "target_network_update_freq.*force_target_network_update_freq"),
+        ({"force_target_network_update_freq": "yes"}, "force_target_network_update_freq"),
     ],
 )
 def test_validate_rejects_bad_hyperparameters(overrides, match):
@@ -42,6 +45,66 @@ def test_validate_accepts_defaults_and_ablations():
     config = IMPACTConfig()
     assert config.target_update_interval == 4 * 2  # n = N·K (§4.1.1)
     assert config.copy().training(target_network_update_freq=3).target_update_interval == 3
+
+
+def test_target_period_in_the_non_learning_range_only_when_forced():
+    """n = 1..4 learner updates is rejected unless forced; 5 and the default N·K pass."""
+    base = IMPACTConfig().environment("CartPole-v1")
+    base.copy().training(target_network_update_freq=5).validate()
+    base.copy().training(circular_buffer_num_batches=1, circular_buffer_iterations_per_batch=2).validate()
+    forced = base.copy().training(target_network_update_freq=1, force_target_network_update_freq=True)
+    forced.validate()
+    assert forced.target_update_interval == 1
+
+
+@pytest.mark.parametrize(
+    "setting,value,hint",
+    [
+        ("num_epochs", 4, "circular_buffer_iterations_per_batch"),
+        ("minibatch_size", 100, "train_batch_size_per_learner"),
+        ("shuffle_batch_per_epoch", True, "num_epochs"),
+        ("train_batch_size", 5000, "train_batch_size_per_learner"),
+        ("use_gae", False, "V-trace GAE"),
+        ("vtrace_clip_pg_rho_threshold", 2.0, "vtrace_clip_rho_threshold"),
+        ("simple_queue_size", 8, "circular buffer"),
+        ("num_gpu_loader_threads", 2, "no GPU loader"),
+        ("opt_type", "rmsprop", "optimizer"),
+        ("momentum", 0.9, "optimizer_kwargs"),
+    ],
+)
+def test_validate_rejects_inherited_settings_impact_ignores(setting, value, hint):
+    """One error naming the setting, its value and what to use instead; the default passes."""
+    IMPACTConfig().environment("CartPole-v1").validate()
+    config = IMPACTConfig().environment("CartPole-v1")
+    setattr(config, setting, value)  # as update_from_dict / the CLI's --config would
+    with pytest.raises(ValueError) as info:
+        config.validate()
+    message = str(info.value)
+    assert f"`{setting}`" in message and repr(value) in message and "no effect" in message, message
+    assert hint in message, message
+
+
+def _other_value(value):
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    return 7 if value is None else "other"
+
+
+@pytest.mark.parametrize("setting", sorted(IGNORED_SETTINGS))
+def test_every_ignored_setting_is_rejected_off_its_default(setting):
+    config = IMPACTConfig().environment("CartPole-v1")
+    setattr(config, setting, _other_value(getattr(config, setting)))
+    with pytest.raises(ValueError, match=f"`{setting}` = .* has no effect in IMPACT_EXT"):
+        config.validate()
+
+
+def test_train_batch_size_is_accepted_when_it_is_m():
+    """With `train_batch_size_per_learner=None`, RLlib derives M from `train_batch_size`: not ignored."""
+    config = IMPACTConfig().environment("CartPole-v1").training(train_batch_size_per_learner=None, train_batch_size=200)
+    config.validate()
+    assert config.train_batch_size_per_learner == 200
 
 
 def test_every_registered_optimizer_name_validates_and_others_fail():
