@@ -19,25 +19,78 @@ import torch
 
 from rllib_ext.algorithms.impact.impact import SURROGATE_RATIOS, VALUE_TARGETS
 
+#: Block length W of :class:`TraceOperator` for rows longer than 2·TRACE_BLOCK steps (shorter
+#: rows are one block). Per draw the operator costs T·B·W multiply-adds plus T/W − 1 sequential
+#: steps and holds T·B·W numbers. Measured on the loaded 2-core machine (one thread, per draw):
+#: T = 50, B = 4: one block 0.07 ms (the recursion: 0.66 ms); T = 200: W = 32 0.18 ms (2.0 ms);
+#: T = 1024, B = 33: W = 16 1.5 ms, W = 32 2.1 ms, W = 64 3.4 ms (10 ms).
+TRACE_BLOCK = 32
 
-def vtrace_gae_lambda(
-    *,
-    target_logp: torch.Tensor,
-    behaviour_logp: torch.Tensor,
-    discounts: torch.Tensor,
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    bootstrap_values: torch.Tensor,
-    lam: float,
-    rho_bar: float = 1.0,
-    c_bar: float = 1.0,
-) -> torch.Tensor:
-    """V-trace GAE-λ advantages (paper 004 §3.1, after Han & Sung 2019).
+
+class TraceOperator:
+    """The fixed linear map x ↦ A with A_t = Σ_{i≥t} (Π_{j=t}^{i−1} κ_j) x_i, per column of [T, B].
+
+    This is the backward recursion A_t = x_t + κ_t A_{t+1} of V-trace and of V-trace GAE-λ
+    (paper 004 §3.1, κ_j = λ γ_j c_j) written as a matrix. Its coefficients κ depend only on
+    π_target, π_worker and the discounts, which are fixed from a batch's first draw (Algorithm 1
+    line 7), so it is built once per batch and applied on each of the K draws to the new TD
+    errors (which change with the critic).
+
+    Layout: the T steps of a column are cut into blocks of W steps; within a block the map is a
+    dense upper-triangular W×W matrix L (L[t, i] = Π_{j=t}^{i−1} κ_j), and block k adds
+    ``carry[k, t]`` = Π_{j=t}^{W−1} κ_j times the result at the first step of block k+1. One
+    batched matmul plus T/W − 1 vector steps per application (none when T ≤ W), instead of T
+    sequential steps. Exact up to float rounding (tests compare it with the recursion).
+    """
+
+    def __init__(self, kappa: torch.Tensor, block: int | None = None):
+        """Builds the operator from κ, [T, B] (no gradient)."""
+        T, B = kappa.shape
+        W = block or (T if T <= 2 * TRACE_BLOCK else TRACE_BLOCK)
+        W = min(W, T)
+        self.T, self.W, self.num_blocks = T, W, math.ceil(T / W)
+        self.pad = self.num_blocks * W - T
+        with torch.no_grad():
+            k = self._blocks(kappa)  # [nb, B, W]
+            steps = torch.arange(W, device=kappa.device)
+            upper = steps[None, :] >= steps[:, None]  # [t, j]: j ≥ t
+            # P[..., t, i] = Π_{j=t}^{i} κ_j for i ≥ t (1 for i < t).
+            prods = torch.cumprod(torch.where(upper, k.unsqueeze(-2), torch.ones_like(k).unsqueeze(-2)), dim=-1)
+            self.matrix = torch.cat([torch.ones_like(prods[..., :1]), prods[..., :-1]], dim=-1) * upper
+            self.carry = prods[..., W - 1]  # [nb, B, W]
+
+    def _blocks(self, x: torch.Tensor) -> torch.Tensor:
+        """[T, B] -> zero-padded [num_blocks, B, W]."""
+        if self.pad:
+            x = torch.cat([x, x.new_zeros((self.pad, x.shape[1]))], dim=0)
+        return x.reshape(self.num_blocks, self.W, x.shape[1]).permute(0, 2, 1)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """A = L x for x of shape [T, B] (no gradient)."""
+        with torch.no_grad():
+            y = torch.matmul(self.matrix, self._blocks(x).unsqueeze(-1)).squeeze(-1)  # [nb, B, W]
+            for k in range(self.num_blocks - 2, -1, -1):
+                y[k] += self.carry[k] * y[k + 1][..., :1]
+            return y.permute(0, 2, 1).reshape(self.num_blocks * self.W, -1)[: self.T]
+
+
+class VGAETraces:
+    """Per-batch V-trace GAE-λ (paper 004 §3.1) and the critic target of Algorithm 1 line 8.
 
     A_t = Σ_{i≥t} (λγ)^{i-t} (Π_{j=t}^{i-1} c_j) δ_i V, with the importance-sampled TD error
     δ_i V = ρ_i (r_i + γ V(s_{i+1}) − V(s_i)), ρ_i = min(ρ̄, π_target/π_worker) and
-    c_j = min(c̄, π_target/π_worker). Computed backwards as A_t = δ_t + λ γ_t c_t A_{t+1}
-    (γ_t = ``discounts``, which is 0 across terminal steps).
+    c_j = min(c̄, π_target/π_worker); equivalently A_t = δ_t + λ γ_t c_t A_{t+1} (γ_t =
+    ``discounts``, 0 across terminal steps). Everything but V is fixed for a batch from its first
+    draw on, so this object holds ρ, γ_t, r and the :class:`TraceOperator` of κ = λγc, and each
+    call only forms δ from the current values and applies the operator.
+
+    The critic target V̂_{V-GAE} (``value_target``):
+
+    * ``"v_gae"``: V(s_t) + A^{V-GAE}_t, the off-policy λ-return consistent with the advantage
+      (with π_target = π_worker it is GAE's λ-return, the target of PPO's critic);
+    * ``"vtrace"``: V(s_t) + A^{V-GAE}_t at λ = 1, which is IMPALA's V-trace target v_s
+      (Σ γ^{i−t} Π c_j ρ_i δ_i). RLlib's ``vtrace_torch`` computes the same with c̄ fixed at 1;
+      this honours c̄ (the tests compare the two at c̄ = 1).
 
     Special cases (tested): π_target = π_worker gives GAE-λ (Schulman et al. 2015b); λ = 1 with
     ρ̄ = c̄ gives V-trace's v_s − V(s_t), which equals V-trace's policy-gradient advantage
@@ -48,65 +101,62 @@ def vtrace_gae_lambda(
         behaviour_logp: log π_worker(a_t|s_t), [T, B].
         discounts: γ_t, [T, B].
         rewards: r_t, [T, B].
-        values: V(s_t), [T, B] (treated as constants).
-        bootstrap_values: V(s_T), [B].
         lam: λ in [0, 1].
         rho_bar: Truncation ρ̄ of the importance weight on δ.
         c_bar: Truncation c̄ of the trace coefficients.
-
-    Returns:
-        The advantages, [T, B], without gradient.
+        value_target: "v_gae" or "vtrace".
+        valid: Optional [T, B] mask; δ is 0 where it is 0 (RLlib's phantom and padding steps),
+            so such a step passes nothing back to the step before it.
     """
-    with torch.no_grad():
-        ratio = torch.exp(target_logp - behaviour_logp)
-        rhos = torch.clamp(ratio, max=rho_bar)
-        cs = torch.clamp(ratio, max=c_bar)
-        values_tp1 = torch.cat([values[1:], bootstrap_values.unsqueeze(0)], dim=0)
-        deltas = rhos * (rewards + discounts * values_tp1 - values)
-        advantages = torch.empty_like(deltas)
-        acc = torch.zeros_like(bootstrap_values)
-        coeff = lam * discounts * cs
-        for t in range(deltas.shape[0] - 1, -1, -1):
-            acc = deltas[t] + coeff[t] * acc
-            advantages[t] = acc
-    return advantages
+
+    def __init__(
+        self,
+        *,
+        target_logp: torch.Tensor,
+        behaviour_logp: torch.Tensor,
+        discounts: torch.Tensor,
+        rewards: torch.Tensor,
+        lam: float,
+        rho_bar: float = 1.0,
+        c_bar: float = 1.0,
+        value_target: str = "v_gae",
+        valid: torch.Tensor | None = None,
+    ):
+        if value_target not in VALUE_TARGETS:
+            raise ValueError(f"value_target must be one of {VALUE_TARGETS}, got {value_target!r}")
+        with torch.no_grad():
+            ratio = torch.exp(target_logp - behaviour_logp)
+            self.rhos = torch.clamp(ratio, max=rho_bar)
+            if valid is not None:
+                self.rhos = self.rhos * valid
+            self.discounts, self.rewards = discounts, rewards
+            discounted_cs = discounts * torch.clamp(ratio, max=c_bar)
+            self.advantage_op = TraceOperator(lam * discounted_cs)
+            # V-trace's v_s needs the λ = 1 operator unless the advantage's is already that.
+            self.target_op = None if value_target == "v_gae" or lam == 1.0 else TraceOperator(discounted_cs)
+
+    def __call__(self, values: torch.Tensor, bootstrap_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(value_targets, advantages)``, both [T, B] and without gradient, for V(s_t) = ``values``
+        [T, B] and V(s_T) = ``bootstrap_values`` [B]."""
+        with torch.no_grad():
+            values = values.detach()
+            values_tp1 = torch.cat([values[1:], bootstrap_values.detach().unsqueeze(0)], dim=0)
+            deltas = self.rhos * (self.rewards + self.discounts * values_tp1 - values)
+            advantages = self.advantage_op(deltas)
+            returns_minus_v = advantages if self.target_op is None else self.target_op(deltas)
+            return values + returns_minus_v, advantages
+
+
+def vtrace_gae_lambda(*, values: torch.Tensor, bootstrap_values: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+    """V-trace GAE-λ advantages A^{V-GAE} (paper 004 §3.1), [T, B]; arguments of :class:`VGAETraces`."""
+    return VGAETraces(**kwargs)(values, bootstrap_values)[1]
 
 
 def value_targets_and_advantages(
-    *,
-    value_target: str,
-    lam: float,
-    values: torch.Tensor,
-    **trace_inputs: Any,
+    *, values: torch.Tensor, bootstrap_values: torch.Tensor, **kwargs: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The critic's targets and the policy's A^{V-GAE} (paper 004 Algorithm 1 line 8, §3.1).
-
-    The advantage is :func:`vtrace_gae_lambda` with the given λ. The critic target V̂_{V-GAE}
-    of Algorithm 1 line 8 is, with ``value_target``:
-
-    * ``"v_gae"``: V(s_t) + A^{V-GAE}_t, the off-policy λ-return consistent with the advantage
-      (with π_target = π_worker it is GAE's λ-return, the target of PPO's critic);
-    * ``"vtrace"``: V(s_t) + A^{V-GAE}_t at λ = 1, which is IMPALA's V-trace target v_s
-      (Σ γ^{i−t} Π c_j ρ_i δ_i). RLlib's ``vtrace_torch`` computes the same with c̄ fixed
-      at 1; this recursion honours c̄ (the tests compare the two at c̄ = 1).
-
-    Args:
-        value_target: "v_gae" or "vtrace".
-        lam: λ of the advantage.
-        values: V(s_t), [T, B] (treated as constants).
-        **trace_inputs: The other arguments of :func:`vtrace_gae_lambda`.
-
-    Returns:
-        ``(value_targets, advantages)``, both [T, B] and without gradient.
-    """
-    advantages = vtrace_gae_lambda(lam=lam, values=values, **trace_inputs)
-    if value_target == "v_gae" or lam == 1.0:
-        returns_minus_v = advantages
-    elif value_target == "vtrace":
-        returns_minus_v = vtrace_gae_lambda(lam=1.0, values=values, **trace_inputs)
-    else:
-        raise ValueError(f"value_target must be one of {VALUE_TARGETS}, got {value_target!r}")
-    return values.detach() + returns_minus_v, advantages
+    """The critic's targets V̂_{V-GAE} and A^{V-GAE} (Algorithm 1 line 8, §3.1); see :class:`VGAETraces`."""
+    return VGAETraces(**kwargs)(values, bootstrap_values)
 
 
 def surrogate_log_ratio(

@@ -5,7 +5,9 @@ Read top to bottom, :meth:`IMPACTTorchLearner.compute_loss_for_module` computes:
 1. log-probabilities of the taken actions under πθ (learner, with gradient), πtarget (target
    network, cached at the batch's first draw) and πworker (behaviour, from the env runner);
 2. V-trace GAE-λ advantages A^{V-GAE} (§3.1, Han & Sung 2019) with importance weights
-   πtarget/πworker truncated at ρ̄ (on δ) and c̄ (on the traces), and the critic's target
+   πtarget/πworker truncated at ρ̄ (on δ) and c̄ (on the traces) — a linear operator on the TD
+   errors that is fixed per batch from its first draw, so it is built once and applied on each
+   draw (``batch_constants``, ``utils.TraceOperator``) — and the critic's target
    V̂_{V-GAE} of Algorithm 1 line 8: V + A^{V-GAE} by default, or the λ = 1 V-trace target v_s
    (``value_target``); with ``standardize_advantages`` (opt-in, not in the paper) the
    advantages are then standardised over the batch's valid steps;
@@ -19,6 +21,7 @@ Gradients are clipped by global norm (``grad_clip``) by RLlib's ``postprocess_gr
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -39,15 +42,29 @@ from rllib_ext.algorithms.impact.impact_learner import (
     IMPACTLearner,
 )
 from rllib_ext.algorithms.impact.utils import (
+    VGAETraces,
     clipped_surrogate,
     masked_mean,
     masked_standardize,
     ratio_stats,
     surrogate_log_ratio,
-    value_targets_and_advantages,
 )
 from rllib_ext.common.threads import TorchThreadsLearner
 from rllib_ext.optim import make_optimizer
+
+#: Batch key of the per-batch constants (:class:`BatchConstants`), built at the first draw.
+BATCH_CONSTANTS = "_impact_batch_constants"
+
+
+@dataclasses.dataclass
+class BatchConstants:
+    """What a drawn batch's loss needs that does not change between its K draws."""
+
+    key: tuple  # the config values it was built with
+    mask_tm: torch.Tensor  # loss mask, time-major [T, B]
+    logp_target_tm: torch.Tensor  # log π_target(a|s), [T, B]
+    logp_worker_tm: torch.Tensor  # log π_worker(a|s), [T, B]
+    traces: VGAETraces  # ρ, γ_t, r and the V-trace GAE-λ operator(s)
 
 
 class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
@@ -90,43 +107,71 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
 
         return tm
 
+    def batch_constants(self, *, config, batch) -> BatchConstants:
+        """The batch's time-major constants and its V-trace GAE-λ operator, built once.
+
+        Everything here depends only on the batch, π_target (attached at the first draw, k = 0,
+        Algorithm 1 line 7) and the config, so it is computed at the batch's first loss and kept
+        in the batch (key :data:`BATCH_CONSTANTS`) for its later draws; only the critic's values
+        change between draws. A different config (e.g. another λ) rebuilds it.
+
+        Layout: RLlib's learner connector appends one bootstrap ("phantom") step per episode
+        chunk (loss_mask = 0) and flags a terminal on the chunk's last real step. Here the
+        phantom step's discount and TD error are 0, so the last real step bootstraps from V(s_T)
+        exactly (or from 0 when it is terminal). The chunks are concatenated and cut into
+        time-major rows of ``rollout_fragment_length`` steps, as in APPO, so a trace also ends
+        where a row ends and bootstraps there from V of the next observation (a shorter n-step
+        target). RLlib's APPO leaves the phantom reward at 0, which turns every chunk end into a
+        terminal (see benchmarks/RESULTS.md).
+        ``tests/smoke/algorithms/impact/test_impact_learner.py`` checks this layout on real
+        batches against closed forms computed from the sampled episodes, and
+        ``tests/unit/algorithms/impact/test_impact_torch_learner.py`` off-policy against §3.1's
+        double sum.
+        """
+        key = (
+            config.get_rollout_fragment_length(),
+            config.gamma,
+            config.lambda_,
+            config.vtrace_clip_rho_threshold,
+            config.vtrace_clip_c_threshold,
+            config.value_target,
+        )
+        cached = batch.get(BATCH_CONSTANTS)
+        if cached is not None and cached.key == key:
+            return cached
+        tm = self._time_major_fn(config, batch)
+        with torch.no_grad():
+            mask_tm = tm(batch[Columns.LOSS_MASK].float())
+            logp_target, logp_worker = tm(batch[TARGET_LOGP]), tm(batch[Columns.ACTION_LOGP])
+            traces = VGAETraces(
+                target_logp=logp_target,
+                behaviour_logp=logp_worker,
+                discounts=(1.0 - tm(batch[Columns.TERMINATEDS]).float()) * config.gamma * mask_tm,
+                rewards=tm(batch[Columns.REWARDS]) * mask_tm,
+                valid=mask_tm,
+                lam=config.lambda_,
+                rho_bar=config.vtrace_clip_rho_threshold,
+                c_bar=config.vtrace_clip_c_threshold,
+                value_target=config.value_target,
+            )
+        constants = BatchConstants(key, mask_tm, logp_target, logp_worker, traces)
+        batch[BATCH_CONSTANTS] = constants
+        return constants
+
     def value_targets_and_advantages(self, *, config, batch, values: torch.Tensor):
         """The critic's targets V̂ and V-trace GAE-λ advantages (§3.1), both time-major [T, B].
 
         V̂ is V + A^{V-GAE} (``value_target="v_gae"``, Algorithm 1 line 8) or the λ = 1 V-trace
-        target v_s (``"vtrace"``); see :func:`~rllib_ext.algorithms.impact.utils.value_targets_and_advantages`.
-
-        Importance weights are πtarget/πworker (``TARGET_LOGP`` must be attached, Algorithm 1
-        line 7). RLlib's learner connector appends one bootstrap ("phantom") step per episode
-        chunk (loss_mask = 0) and flags a terminal on the chunk's last real step. Here the
-        phantom step's discount is 0 and its reward is V(s_T), so its TD error is 0 and the last
-        real step bootstraps from V(s_T) exactly (or from 0 when it is terminal). The chunks are
-        concatenated and cut into time-major rows of ``rollout_fragment_length`` steps, as in
-        APPO, so a trace also ends where a row ends and bootstraps there from V of the next
-        observation (a shorter n-step V-trace target). RLlib's APPO leaves the phantom reward
-        at 0, which turns every chunk end into a terminal (see benchmarks/RESULTS.md).
-        ``tests/smoke/algorithms/impact/test_impact_learner.py`` checks this layout on real batches against closed forms
-        computed from the sampled episodes.
+        target v_s (``"vtrace"``); see :class:`~rllib_ext.algorithms.impact.utils.VGAETraces`
+        and :meth:`batch_constants` for the layout. Importance weights are πtarget/πworker
+        (``TARGET_LOGP`` must be attached, Algorithm 1 line 7).
         """
-        tm = self._time_major_fn(config, batch)
-        mask_tm = tm(batch[Columns.LOSS_MASK].float())
-        v_const = tm(values).detach()
-        discounts = (1.0 - tm(batch[Columns.TERMINATEDS]).float()) * config.gamma * mask_tm
-        rewards = tm(batch[Columns.REWARDS]) * mask_tm + (1.0 - mask_tm) * v_const
+        traces = self.batch_constants(config=config, batch=batch).traces
+        v_const = self._time_major_fn(config, batch)(values).detach()
         # Bootstrap for each time-major column: the first value of the next column (the
         # flat batch is one continuous sequence); the last column ends on a phantom step.
         bootstrap = torch.cat([v_const[0][1:], v_const[0][0:1]], dim=0)
-        trace_inputs = dict(
-            target_logp=tm(batch[TARGET_LOGP]),
-            behaviour_logp=tm(batch[Columns.ACTION_LOGP]),
-            discounts=discounts,
-            rewards=rewards,
-            values=v_const,
-            bootstrap_values=bootstrap,
-            rho_bar=config.vtrace_clip_rho_threshold,
-            c_bar=config.vtrace_clip_c_threshold,
-        )
-        return value_targets_and_advantages(value_target=config.value_target, lam=config.lambda_, **trace_inputs)
+        return traces(v_const, bootstrap)
 
     @override(TorchLearner)
     def compute_loss_for_module(
@@ -141,22 +186,24 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         module = self.module[module_id].unwrapped()
 
         tm = self._time_major_fn(config, batch)
+        constants = self.batch_constants(config=config, batch=batch)  # built at k = 0, then kept
         mask = batch[Columns.LOSS_MASK].float()
         count = torch.sum(mask)
-        mask_tm = tm(mask)
+        mask_tm = constants.mask_tm
 
         # 1. The three policies' log-likelihoods of the taken actions.
         dist_cls = module.get_train_action_dist_cls()
         pi_theta = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         pi_target = dist_cls.from_logits(batch[TARGET_DIST_INPUTS])
         logp_theta = tm(pi_theta.logp(batch[Columns.ACTIONS]))
-        logp_target = tm(batch[TARGET_LOGP])
-        logp_worker = tm(batch[Columns.ACTION_LOGP])
+        logp_target = constants.logp_target_tm
+        logp_worker = constants.logp_worker_tm
 
-        # 2. V-trace targets and V-trace GAE-λ advantages (§3.1).
+        # 2. V-trace GAE-λ advantages (§3.1) and the critic's targets (Algorithm 1 line 8).
         values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
         values_tm = tm(values)
-        value_targets, advantages = self.value_targets_and_advantages(config=config, batch=batch, values=values)
+        bootstrap = torch.cat([values_tm[0][1:], values_tm[0][0:1]], dim=0)  # see value_targets_and_advantages
+        value_targets, advantages = constants.traces(values_tm, bootstrap)
         raw_advantages_mean = masked_mean(advantages, mask_tm, count).detach()
         if config.standardize_advantages:  # opt-in, not in the paper (RLlib PPO's habit)
             advantages = masked_standardize(advantages, mask_tm, count)

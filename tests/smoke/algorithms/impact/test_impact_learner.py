@@ -16,6 +16,7 @@ from ray.rllib.core.learner.training_data import TrainingData
 
 from rllib_ext.algorithms.impact.impact import IMPACTConfig
 from rllib_ext.algorithms.impact.impact_learner import TARGET_LOGP
+from rllib_ext.algorithms.impact.torch.impact_torch_learner import BATCH_CONSTANTS
 
 
 def _build(**training):
@@ -76,11 +77,14 @@ def test_each_batch_drawn_k_times_and_target_output_cached(algo_n4):
     assert out["num_draws_left"] == 2 * 3 - 1
     (drawn,) = [e for e in learner.buffer._entries if e.draws == 1]
     cached = drawn.item.policy_batches["default_policy"][TARGET_LOGP].clone()
+    # The batch's V-trace GAE-λ operator was built at its first draw and is kept for the others.
+    constants = drawn.item.policy_batches["default_policy"][BATCH_CONSTANTS]
     # A target sync between draws must not change the batch's target output (k = 0 only).
     learner.sync_target_networks()
     out = learner.impact_update(packages=[], timesteps={})
     assert out["num_updates"] == 5 and out["num_draws_left"] == 0 and len(learner.buffer) == 0
     assert torch.equal(drawn.item.policy_batches["default_policy"][TARGET_LOGP], cached)
+    assert drawn.item.policy_batches["default_policy"][BATCH_CONSTANTS] is constants
     assert learner.buffer.num_draws == 6 and learner.buffer.num_evicted_used_up == 2
     stats = out["results"]["__all_modules__"]
     assert stats["circular_buffer_mean_draws_per_batch"].peek() == 3

@@ -18,6 +18,7 @@ from ray.rllib.core.columns import Columns
 
 from rllib_ext.algorithms.impact.impact import IMPACTConfig
 from rllib_ext.algorithms.impact.impact_learner import TARGET_DIST_INPUTS, TARGET_LOGP
+from rllib_ext.algorithms.impact.torch.impact_torch_learner import BATCH_CONSTANTS
 
 GAMMA = 0.9
 T = 5  # rollout_fragment_length: the time-major row length
@@ -143,6 +144,26 @@ def test_default_critic_target_is_lambda_consistent(learner):
         config=_config(learner, lambda_=0.5, value_target="vtrace"), batch=batch, values=values
     )
     assert np.abs(_flat_real(vtrace) - _flat_real(targets)).max() > 1e-2
+
+
+def test_batch_constants_are_built_once_per_batch_and_config(learner):
+    """The V-trace GAE-λ operator is built at a batch's first loss (k = 0) and reused by its later
+    draws while the critic's values change; a different λ rebuilds it. Results equal a fresh build."""
+    config = _config(learner, lambda_=0.7, vtrace_clip_c_threshold=0.5, vtrace_clip_rho_threshold=2.0)
+    batch, values, _ = _hand_made_batch(seed=2)
+    first = learner.value_targets_and_advantages(config=config, batch=batch, values=values)
+    constants = batch[BATCH_CONSTANTS]
+    moved = values * 0.5 + 1.0  # the critic after some updates
+    again = learner.value_targets_and_advantages(config=config, batch=batch, values=moved)
+    assert batch[BATCH_CONSTANTS] is constants
+    fresh, _, _ = _hand_made_batch(seed=2)
+    expected = learner.value_targets_and_advantages(config=config, batch=fresh, values=moved)
+    for got, want in zip(again, expected, strict=True):
+        torch.testing.assert_close(got, want)
+    assert not torch.allclose(first[0], again[0])
+    other = _config(learner, lambda_=0.3, vtrace_clip_c_threshold=0.5, vtrace_clip_rho_threshold=2.0)
+    learner.value_targets_and_advantages(config=other, batch=batch, values=values)
+    assert batch[BATCH_CONSTANTS] is not constants and batch[BATCH_CONSTANTS].key[2] == 0.3
 
 
 def _loss_batch(learner, *, mask, seed=0):

@@ -11,6 +11,8 @@ import torch
 from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
 
 from rllib_ext.algorithms.impact.utils import (
+    TraceOperator,
+    VGAETraces,
     adapt_kl_coeff,
     clipped_surrogate,
     masked_mean,
@@ -158,6 +160,68 @@ def test_vtrace_gae_truncates_traces_off_policy():
     a1 = delta[1] + lam * d[1] * min(ratio[1].item(), 1.0) * a2
     a0 = delta[0] + lam * d[0] * min(ratio[0].item(), 1.0) * a1
     torch.testing.assert_close(adv[:, 0], torch.stack([a0, a1, a2]))
+
+
+def _recursion(target, behaviour, discounts, rewards, values, bootstrap_values, lam, rho_bar, c_bar):
+    """§3.1's A^{V-GAE} as the plain backward recursion A_t = δ_t + λ γ_t c_t A_{t+1}."""
+    ratio = torch.exp(target - behaviour)
+    v_next = torch.cat([values[1:], bootstrap_values[None]])
+    delta = torch.clamp(ratio, max=rho_bar) * (rewards + discounts * v_next - values)
+    kappa = lam * discounts * torch.clamp(ratio, max=c_bar)
+    adv, acc = torch.zeros_like(delta), torch.zeros_like(bootstrap_values)
+    for t in reversed(range(len(delta))):
+        acc = delta[t] + kappa[t] * acc
+        adv[t] = acc
+    return adv
+
+
+@pytest.mark.parametrize("T", [7, 64, 65, 150])  # one block; one full block; blocks of 32, padded
+@pytest.mark.parametrize("lam,rho_bar,c_bar", [(0.95, 1.0, 1.0), (0.5, 2.0, 0.5), (1.0, 1.0, 1.5)])
+def test_trace_operator_equals_the_recursion(T, lam, rho_bar, c_bar):
+    """The per-batch linear operator (built once, applied per draw) is the recursion, off-policy,
+    with terminals inside and at the edges of its blocks, for two different sets of values."""
+    data, behaviour, target = _episode_tensors(T=T, B=3, seed=T)
+    for t in {0, 31, 32, T // 2, T - 1} & set(range(T)):
+        data["discounts"][t, t % 3] = 0.0
+    traces = VGAETraces(
+        target_logp=target,
+        behaviour_logp=behaviour,
+        discounts=data["discounts"],
+        rewards=data["rewards"],
+        lam=lam,
+        rho_bar=rho_bar,
+        c_bar=c_bar,
+    )
+    for shift in (0.0, 1.7):  # the critic moves between draws; the operator does not
+        values, boot = data["values"] + shift, data["bootstrap_values"] - shift
+        targets, adv = traces(values, boot)
+        expected = _recursion(target, behaviour, data["discounts"], data["rewards"], values, boot, lam, rho_bar, c_bar)
+        torch.testing.assert_close(adv, expected, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(targets, values + expected, rtol=1e-10, atol=1e-10)
+
+
+def test_trace_operator_blocks():
+    """Rows up to 64 steps are one dense block; longer ones are cut into blocks of 32."""
+    assert TraceOperator(torch.ones(64, 2)).num_blocks == 1
+    op = TraceOperator(torch.ones(150, 2))
+    assert (op.W, op.num_blocks, op.pad) == (32, 5, 10)
+    # κ = 1: A_t = Σ_{i≥t} x_i, the reversed cumulative sum.
+    x = torch.arange(150.0).reshape(75, 2).repeat(2, 1)
+    torch.testing.assert_close(op(x), x.flip(0).cumsum(0).flip(0))
+
+
+def test_valid_mask_zeroes_the_td_error_of_masked_steps():
+    """A masked (phantom) step passes nothing back: same as giving it reward V(s) and discount 0."""
+    data, behaviour, target = _episode_tensors(T=6, B=2, seed=9)
+    valid = torch.ones_like(data["rewards"])
+    valid[2, 0] = valid[5, 1] = 0.0
+    common = dict(target_logp=target, behaviour_logp=behaviour, lam=0.9, rho_bar=2.0, c_bar=1.0)
+    discounts = data["discounts"] * valid
+    masked = VGAETraces(discounts=discounts, rewards=data["rewards"] * valid, valid=valid, **common)
+    phantom_rewards = data["rewards"] * valid + (1 - valid) * data["values"]
+    trick = VGAETraces(discounts=discounts, rewards=phantom_rewards, **common)
+    args = (data["values"], data["bootstrap_values"])
+    torch.testing.assert_close(masked(*args), trick(*args))
 
 
 def test_kl_coeff_moves_toward_target():
