@@ -58,8 +58,10 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, v
         ):
             assert key in learner, key
         shared = result["learners"]["__all_modules__"]
-        for key in ("num_target_syncs_lifetime", "circular_buffer_fill", "circular_buffer_mean_draws_per_batch"):
+        for key in ("num_target_syncs_lifetime", "circular_buffer_fill", "circular_buffer_num_dropped_lifetime"):
             assert key in shared, key
+        # Batches leave C(N, K) only after K draws (the wait queue drops undrawn ones instead).
+        assert shared.get("circular_buffer_mean_draws_per_batch", 2) == 2
         assert shared["num_target_syncs_lifetime"] >= 1
         assert result["num_env_steps_sampled_lifetime"] > 0
         assert np.isfinite(learner["total_loss"])
