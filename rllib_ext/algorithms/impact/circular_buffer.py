@@ -1,34 +1,46 @@
 """The circular buffer C(N, K) of IMPACT (paper 004, §3.2, Figure 4a, Algorithm 1 lines 4, 6, 10).
 
-The buffer stores at most ``N`` batches (``circular_buffer_num_batches``); each may be drawn at
-most ``K`` times (``circular_buffer_iterations_per_batch``, the "replay coefficient"). A batch is
-discarded after its K-th draw (Algorithm 1 line 10) or, when a new worker batch arrives while N
-batches are held, the oldest batch is replaced by it (§3.2: "Upon being traversed K times, a
-batch is discarded and replaced by a new worker batch"; Figure 4a).
+Figure 4a: "the learner traverses the buffer"; "upon being traversed K times, a batch is
+discarded and replaced by a new worker batch". The buffer has ``N`` slots
+(``circular_buffer_num_batches``) and a cursor. Each draw takes the batch in the cursor's slot
+and moves the cursor to the next slot, so consecutive draws visit the N held batches in turn
+(round robin). A batch leaves its slot after its K-th draw (``circular_buffer_iterations_per_batch``,
+Algorithm 1 line 10); when the cursor reaches an empty slot, the slot is refilled with the
+oldest waiting worker batch. This is the traversal of RLlib's old-stack ``MinibatchBuffer``
+(``ray.rllib.execution.minibatch_buffer``, the ring buffer of the code base IMPACT was written
+in; the review of issue 21 calls it the authors'): every batch is drawn exactly K times, and its
+K draws are interleaved with the other held batches' draws.
 
-Each entry carries its draw count ``k``: the learner evaluates a batch on the target network the
-first time it is drawn (k = 0, Algorithm 1 line 7) and stores the output in the batch, so later
-draws reuse it. :meth:`CircularBuffer.draw` therefore returns ``(item, k)``.
+Worker batches that arrive while every slot is full wait in a bounded queue (``queue_size``,
+the config's ``circular_buffer_queue_size``). When sampling outpaces the learner and the queue is full,
+the oldest waiting batch is dropped before it was ever drawn and counted
+(``num_dropped_undrawn``): data that the learner cannot use, as in the paper's regime where
+workers are faster than the learner. When the learner outpaces sampling, :meth:`draw` waits on
+a condition variable until a batch arrives (``block=True``; no busy wait), or returns None
+(``block=False``, the learner in ``training_step``).
+
+Each batch carries its draw count ``k``: the learner evaluates a batch on the target network at
+its first draw (k = 0, Algorithm 1 line 7) and stores the output in the batch, so later draws
+reuse it. :meth:`draw` therefore returns ``(item, k)``.
+
+``MinibatchBuffer``'s ``init_num_passes`` ramp (the first batches drawn fewer than K times) is
+not implemented: every batch gets K draws, as the paper describes.
 
 Placement. IMPACT_EXT keeps the buffer inside the Learner (as RLlib's APPO does), not in a
 separate replay actor. Measured with ``benchmarks/impact_vs_appo.py buffer-placement`` on the
 2-core development machine (2026-11-22, real 500-step CartPole train batches, N=4, K=2, 200
 rounds; see benchmarks/RESULTS.md): one put + K draws per batch cost 0.022 ms in the learner
-against 12.5 ms through a ``ray.remote(num_cpus=0)`` actor (a round trip per call plus the
-batch's serialisation on every draw), about 570x slower; the in-learner buffer also needs no
-extra process on a 2-core machine, so it is the one kept. The class is plain Python so that it
-can be wrapped in ``ray.remote`` (that is how the alternative was measured).
+against 12.5 ms through a ``ray.remote(num_cpus=0)`` actor, about 570x slower.
 
-Not thread-safe: IMPACT's learner draws from one thread.
+Thread-safe: the driver-facing call puts, the learner thread draws (one lock, one condition).
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 from typing import Any
-
-import numpy as np
 
 
 @dataclasses.dataclass
@@ -38,104 +50,183 @@ class _Entry:
 
 
 class CircularBuffer:
-    """C(N, K): at most ``num_batches`` batches, each drawn at most ``iterations_per_batch`` times.
+    """C(N, K): N slots traversed in turn, each batch drawn exactly K times; a bounded wait queue.
 
     Args:
-        num_batches: N, the number of batches held (paper §3.2).
-        iterations_per_batch: K, how often one batch may be drawn before it is discarded.
-        seed: Seed of the generator that picks which batch to draw.
+        num_batches: N, the number of slots (paper §3.2).
+        iterations_per_batch: K, how often one batch is drawn before it leaves its slot.
+        queue_size: How many worker batches may wait for a free slot; the oldest waiting batch
+            is dropped (and counted) when one more arrives.
 
     Raises:
-        ValueError: If N < 1 or K < 1.
+        ValueError: If N < 1, K < 1 or queue_size < 1.
     """
 
-    def __init__(self, num_batches: int, iterations_per_batch: int, seed: int | None = None):
+    def __init__(self, num_batches: int, iterations_per_batch: int, queue_size: int = 1):
         if int(num_batches) < 1:
             raise ValueError(f"circular_buffer_num_batches (N) must be >= 1, got {num_batches}")
         if int(iterations_per_batch) < 1:
             raise ValueError(f"circular_buffer_iterations_per_batch (K) must be >= 1, got {iterations_per_batch}")
+        if int(queue_size) < 1:
+            raise ValueError(f"circular_buffer_queue_size must be >= 1, got {queue_size}")
         self.num_batches = int(num_batches)
         self.iterations_per_batch = int(iterations_per_batch)
-        self._entries: collections.deque[_Entry] = collections.deque()
-        self._rng = np.random.default_rng(seed)
+        self.queue_size = int(queue_size)
+        self._slots: list[_Entry | None] = [None] * self.num_batches
+        self._cursor = 0
+        self._waiting: collections.deque[Any] = collections.deque()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._closed = False
+        self._paused = False
+        self._in_use = 0  # drawn batches whose update has not finished (release())
         # Lifetime statistics.
         self.num_added = 0
         self.num_draws = 0
-        self.num_evicted_used_up = 0  # discarded after K draws (Algorithm 1 line 10)
-        self.num_evicted_overflow = 0  # replaced by a newer batch before K draws
+        self.num_evicted_used_up = 0  # left their slot after K draws (Algorithm 1 line 10)
+        self.num_dropped_undrawn = 0  # dropped from the full wait queue, never drawn
         self._draws_of_evicted: list[int] = []
+        #: Per draw: (batch number in arrival order, k); kept only when ``record_draws`` is set.
+        self.record_draws = False
+        self.draw_log: list[tuple[int, int]] = []
 
-    def put(self, item: Any) -> int | None:
-        """Adds a batch with draw count 0.
-
-        If N batches are already held, the oldest one is dropped to make room.
+    def put(self, item: Any) -> bool:
+        """Queues a worker batch for the next free slot.
 
         Returns:
-            The number of times the dropped batch had been drawn, or None if nothing was dropped.
+            True if the wait queue was full and its oldest (never drawn) batch was dropped.
         """
-        dropped = None
-        if len(self._entries) >= self.num_batches:
-            old = self._entries.popleft()
-            dropped = old.draws
-            self.num_evicted_overflow += 1
-            self._draws_of_evicted.append(old.draws)
-        self._entries.append(_Entry(item))
-        self.num_added += 1
+        with self._changed:
+            dropped = len(self._waiting) >= self.queue_size
+            if dropped:
+                self._waiting.popleft()
+                self.num_dropped_undrawn += 1
+            self._waiting.append((self.num_added, item))
+            self.num_added += 1
+            self._changed.notify_all()
         return dropped
 
-    def draw(self) -> tuple[Any, int]:
-        """Draws one held batch uniformly at random (Algorithm 1 line 6).
+    def draw(self, block: bool = False, timeout: float | None = None) -> tuple[Any, int] | None:
+        """The batch in the cursor's slot (refilled from the wait queue if empty); moves the cursor.
+
+        The caller calls :meth:`release` when it has finished with the batch (its update).
+
+        Args:
+            block: Wait until a batch can be drawn (or :meth:`close`), instead of returning None.
+            timeout: With ``block``, the longest wait in seconds (None: no limit).
 
         Returns:
-            ``(item, k)`` where ``k`` is how often the batch had been drawn before this draw
-            (k = 0 on its first draw). A batch drawn for the K-th time leaves the buffer.
-
-        Raises:
-            IndexError: If the buffer is empty.
+            ``(item, k)`` where ``k`` counts the batch's earlier draws (0 on its first draw), or
+            None when the cursor's slot is empty and no batch waits, the buffer is paused, or it
+            was closed.
         """
-        if not self._entries:
-            raise IndexError("draw from an empty CircularBuffer")
-        idx = int(self._rng.integers(len(self._entries)))
-        entry = self._entries[idx]
-        k = entry.draws
-        entry.draws += 1
-        self.num_draws += 1
-        if entry.draws >= self.iterations_per_batch:
-            del self._entries[idx]
-            self.num_evicted_used_up += 1
-            self._draws_of_evicted.append(entry.draws)
-        return entry.item, k
+        with self._changed:
+            if block:
+                self._changed.wait_for(lambda: self._closed or self._can_draw(), timeout=timeout)
+            if not self._can_draw():
+                return None
+            self._in_use += 1
+            slot = self._cursor
+            entry = self._slots[slot]
+            if entry is None:
+                number, item = self._waiting.popleft()
+                entry = self._slots[slot] = _Entry((number, item))
+            number, item = entry.item
+            k = entry.draws
+            entry.draws += 1
+            self.num_draws += 1
+            if self.record_draws:
+                self.draw_log.append((number, k))
+            if entry.draws >= self.iterations_per_batch:
+                self._slots[slot] = None
+                self.num_evicted_used_up += 1
+                self._draws_of_evicted.append(entry.draws)
+            self._cursor = (slot + 1) % self.num_batches
+            return item, k
+
+    def _can_draw(self) -> bool:
+        drawable = self._slots[self._cursor] is not None or bool(self._waiting)
+        return drawable and not self._paused and not self._closed
+
+    def release(self) -> None:
+        """The caller has finished with the batch of its last :meth:`draw`."""
+        with self._changed:
+            self._in_use -= 1
+            self._changed.notify_all()
+
+    def pause(self) -> None:
+        """Lets no new draw start, then waits until every drawn batch was released.
+
+        After it returns no update runs until :meth:`resume` (the learner's state stands still).
+        """
+        with self._changed:
+            self._paused = True
+            self._changed.wait_for(lambda: self._in_use == 0)
+
+    def resume(self) -> None:
+        """Lets draws start again after :meth:`pause`."""
+        with self._changed:
+            self._paused = False
+            self._changed.notify_all()
+
+    def close(self) -> None:
+        """Wakes every waiting :meth:`draw` (which returns None from now on)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
     def __len__(self) -> int:
-        """Number of batches currently held (each with at least one draw left)."""
-        return len(self._entries)
+        """Batches held in slots or waiting for one (each with at least one draw left)."""
+        with self._lock:
+            return sum(e is not None for e in self._slots) + len(self._waiting)
+
+    @property
+    def entries(self) -> list[tuple[Any, int]]:
+        """``(item, draws so far)`` of the batches in slots, in slot order (a snapshot)."""
+        with self._lock:
+            return [(e.item[1], e.draws) for e in self._slots if e is not None]
 
     @property
     def num_draws_left(self) -> int:
-        """How many draws the held batches still allow in total."""
-        return sum(self.iterations_per_batch - e.draws for e in self._entries)
+        """How many draws the held and waiting batches still allow in total."""
+        with self._lock:
+            held = sum(self.iterations_per_batch - e.draws for e in self._slots if e is not None)
+            return held + self.iterations_per_batch * len(self._waiting)
 
     @property
     def fill(self) -> float:
-        """Held batches as a fraction of N."""
-        return len(self._entries) / self.num_batches
+        """Occupied slots as a fraction of N."""
+        with self._lock:
+            return sum(e is not None for e in self._slots) / self.num_batches
+
+    @property
+    def num_waiting(self) -> int:
+        """Worker batches waiting for a slot."""
+        with self._lock:
+            return len(self._waiting)
 
     def pop_evicted_draw_counts(self) -> list[int]:
         """Draw counts of the batches discarded since the last call (for 'mean draws per batch')."""
-        out, self._draws_of_evicted = self._draws_of_evicted, []
+        with self._lock:
+            out, self._draws_of_evicted = self._draws_of_evicted, []
         return out
 
     def clear(self) -> None:
-        """Drops every held batch (statistics are kept)."""
-        self._entries.clear()
+        """Drops every held and waiting batch (statistics are kept)."""
+        with self._lock:
+            self._slots = [None] * self.num_batches
+            self._waiting.clear()
 
     def get_stats(self) -> dict[str, float]:
         """Lifetime statistics: batches added, draws, evictions, current fill."""
-        return {
-            "num_batches_held": len(self._entries),
-            "fill": self.fill,
-            "num_added": self.num_added,
-            "num_draws": self.num_draws,
-            "num_evicted_used_up": self.num_evicted_used_up,
-            "num_evicted_overflow": self.num_evicted_overflow,
-        }
+        with self._lock:
+            held = sum(e is not None for e in self._slots)
+            return {
+                "num_batches_held": held,
+                "num_waiting": len(self._waiting),
+                "fill": held / self.num_batches,
+                "num_added": self.num_added,
+                "num_draws": self.num_draws,
+                "num_evicted_used_up": self.num_evicted_used_up,
+                "num_dropped_undrawn": self.num_dropped_undrawn,
+            }

@@ -25,11 +25,16 @@ Data flow (Algorithm 1, Figure 1c):
    through RLlib's EnvRunnerStateServer (workers pull them at their next ``sample()``,
    Worker-i line 7).
 
-Because the learner here runs in the training loop rather than in a free-running thread, it
-consumes every draw in the buffer after each collection of worker batches (the regime of the
-paper where the learner is faster than the workers). When more than N new batches arrive at once
-(workers faster than the learner) the oldest ones are replaced before being drawn K times, as
-in Figure 4a.
+The learner runs in its own thread (``learner_thread=True``, the default; Figure 1c): the
+driver's ``training_step`` keeps ``max_requests_in_flight_per_env_runner`` (2) sample requests
+in flight per runner, hands finished fragments to the Learner without waiting for updates, and
+ships whatever weights the learner thread last snapshot. The learner thread draws from C(N, K)
+in round robin (each batch exactly K times, interleaved with the other held batches), waits on
+the buffer when it has nothing to draw, and snapshots the weights every ``broadcast_interval``
+updates. When sampling outpaces the learner, worker batches wait for a slot in a queue of
+``circular_buffer_queue_size``; a full queue drops its oldest batch (counted in
+``circular_buffer_num_dropped_lifetime``). ``learner_thread=False`` runs the draws inside
+``training_step`` instead (the learner then blocks sampling; for debugging and as an ablation).
 """
 
 from __future__ import annotations
@@ -134,9 +139,16 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             ``force_target_network_update_freq=True``.
         target_worker_clipping: ρ ≥ 1 of R3 (β = 1/ρ). APPO ignores it; here it is used.
         lambda_: λ of the V-trace GAE-λ advantage (§3.1).
-        broadcast_interval: learner updates between weight broadcasts (``t_frequency``).
+        broadcast_interval: learner updates between weight snapshots for the workers
+            (``t_frequency``); the driver ships the newest snapshot at its next loop.
 
-    Own settings: ``surrogate_ratio``, ``value_target``, ``vtrace_clip_c_threshold`` (c̄),
+    A default that differs from RLlib's: ``max_requests_in_flight_per_env_runner`` is 2, so that
+    a runner samples its next fragment while the driver collects the last one.
+
+    Own settings: ``learner_thread`` (True: the learner trains in its own thread, Figure 1c;
+    False: inside ``training_step``, blocking sampling), ``circular_buffer_queue_size`` (worker
+    batches waiting for a slot of C(N, K), 4; the oldest is dropped and counted when one more
+    arrives), ``surrogate_ratio``, ``value_target``, ``vtrace_clip_c_threshold`` (c̄),
     ``force_target_network_update_freq``, ``optimizer``, ``optimizer_kwargs`` (see
     :meth:`training`) and ``torch_num_threads`` (torch threads of the Learner's process; 1 by
     default: with the learner in the driver, more threads contend with the env runners on a
@@ -177,6 +189,9 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         # Algorithm 1.
         self.target_network_update_freq = None  # None -> N * K learner updates (§4.1.1)
         self.broadcast_interval = 1
+        self.learner_thread = True  # Figure 1c: the learner never waits for the workers
+        self.circular_buffer_queue_size = 4
+        self.max_requests_in_flight_per_env_runner = 2
         self.tau = 1.0  # the paper copies the weights: (θ', w') <- (θ, w)
 
         # IMPACT_EXT specific.
@@ -217,6 +232,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         value_target: str | None = NotProvided,
         vtrace_clip_c_threshold: float | None = NotProvided,
         force_target_network_update_freq: bool | None = NotProvided,
+        learner_thread: bool | None = NotProvided,
+        circular_buffer_queue_size: int | None = NotProvided,
         standardize_advantages: bool | None = NotProvided,
         optimizer: str | None = NotProvided,
         optimizer_kwargs: dict[str, Any] | None = NotProvided,
@@ -235,6 +252,10 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                 c_j = min(c̄, πtarget/πworker) of A^{V-GAE} (§3.1); 1.0 as in V-trace.
             force_target_network_update_freq: Accept a ``target_network_update_freq`` of 1 to 4,
                 the range where "the agent does not learn" (§4.1.1); False rejects it.
+            learner_thread: True (default): the learner draws and updates in its own thread and
+                never blocks sampling (Figure 1c); False: inside ``training_step``.
+            circular_buffer_queue_size: Worker batches that may wait for a free slot of C(N, K)
+                (4); when one more arrives the oldest waiting batch is dropped and counted.
             standardize_advantages: Standardise each batch's advantages (mean 0, std 1 over
                 its valid steps) before the surrogate, as RLlib's PPO does. Not in paper 004;
                 False (default) is the paper.
@@ -262,6 +283,10 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self.vtrace_clip_c_threshold = vtrace_clip_c_threshold
         if force_target_network_update_freq is not NotProvided:
             self.force_target_network_update_freq = force_target_network_update_freq
+        if learner_thread is not NotProvided:
+            self.learner_thread = learner_thread
+        if circular_buffer_queue_size is not NotProvided:
+            self.circular_buffer_queue_size = circular_buffer_queue_size
         if standardize_advantages is not NotProvided:
             self.standardize_advantages = standardize_advantages
         if optimizer is not NotProvided:
@@ -322,6 +347,13 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                 "multiples of N*K*M trained env steps, so an APPO value of 2 means something else "
                 "here). Use None (n = N*K, the paper's benchmark) or a larger value, or set "
                 "`force_target_network_update_freq=True` to run it anyway"
+            )
+        if not isinstance(self.learner_thread, bool):
+            self._value_error(f"`learner_thread` must be True or False, got {self.learner_thread!r}")
+        q = self.circular_buffer_queue_size
+        if not isinstance(q, int) or isinstance(q, bool) or q < 1:
+            self._value_error(
+                f"`circular_buffer_queue_size` (worker batches waiting for a slot) must be an integer >= 1, got {q!r}"
             )
         bi = self.broadcast_interval
         if not isinstance(bi, int) or isinstance(bi, bool) or bi < 1:
@@ -415,12 +447,22 @@ class IMPACT(FiniteParametersGuard, APPO):
         self._impact_buffer_has_draws = False
 
     @override(APPO)
-    def training_step(self) -> None:
-        """One pass of Algorithm 1: collect worker batches, fill C(N, K), draw and update.
+    def step(self):
+        """One ``train()`` iteration; the learner threads are held from its end to the next one."""
+        try:
+            return super().step()
+        finally:
+            if self.config.learner_thread:
+                for ref in self.learner_group.foreach_learner(lambda learner: learner.pause_thread()):
+                    ref.get()
 
-        Learner updates, target syncs (line 11) and the decision to broadcast (line 12) are
-        counted per learner update inside the Learner; this method ships the weights when the
-        Learner reports a broadcast is due.
+    @override(APPO)
+    def training_step(self) -> None:
+        """One pass of the driver's loop: collect worker batches, hand them to the Learner, ship weights.
+
+        With the learner thread (default) the Learner call returns at once: draws, updates
+        (Algorithm 1 lines 6-11) and weight snapshots (line 12) run in the learner's thread, and
+        this loop only moves data. Without it, the call draws and updates before returning.
         """
         # Worker-i lines 1-6: asynchronous sampling; take whatever is ready.
         with self.metrics.log_time((TIMERS, SAMPLE_TIMER)):
@@ -430,7 +472,7 @@ class IMPACT(FiniteParametersGuard, APPO):
 
         # Group fragments into train batches of M env steps (IMPALA's packing).
         packages = self._pre_queue_episode_refs(episode_refs, package_size=self.config.train_batch_size_per_learner)
-        if not packages and not self._impact_buffer_has_draws:
+        if not packages and not self.config.learner_thread and not self._impact_buffer_has_draws:
             return
 
         timesteps = {
@@ -469,12 +511,14 @@ class IMPACT(FiniteParametersGuard, APPO):
         # Algorithm 1 line 12 / Worker-i line 7: broadcast the weights (never non-finite ones).
         if rl_module_state is not None:
             assert_finite_learner_parameters(self, "before broadcasting them to the env runners")
+            # The connector states of this loop's fragments, as RLlib's IMPALA merges them.
             self._impact_broadcast(rl_module_state, connector_states)
 
     def _impact_sample(self):
         """Fetches ready worker results (relaunching sampling on them), or samples locally."""
         if self.env_runner_group.num_healthy_remote_workers() > 0:
-            timeout = 0.0 if self._impact_buffer_has_draws else self.config.timeout_s_sampler_manager
+            learner_busy = self._impact_buffer_has_draws and not self.config.learner_thread
+            timeout = 0.0 if learner_busy else self.config.timeout_s_sampler_manager
             results = self.env_runner_group.foreach_env_runner_async_fetch_ready(
                 func="sample_get_state_and_metrics",
                 tag="impact_sample",

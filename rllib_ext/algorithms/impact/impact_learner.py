@@ -24,6 +24,8 @@ checkpointed.
 from __future__ import annotations
 
 import abc
+import logging
+import threading
 from collections import defaultdict
 from typing import Any
 
@@ -43,6 +45,8 @@ from ray.rllib.utils.typing import ModuleID, StateDict
 from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
 from rllib_ext.algorithms.impact.utils import adapt_kl_coeff
 
+logger = logging.getLogger(__name__)
+
 # Columns the learner adds to a batch at its first draw (k = 0), Algorithm 1 line 7.
 TARGET_LOGP = "impact_target_logp"
 TARGET_DIST_INPUTS = "impact_target_action_dist_inputs"
@@ -57,6 +61,9 @@ BUFFER_FILL_KEY = "circular_buffer_fill"
 BUFFER_HELD_KEY = "circular_buffer_num_batches_held"
 MEAN_DRAWS_KEY = "circular_buffer_mean_draws_per_batch"
 DROPPED_KEY = "circular_buffer_num_dropped_lifetime"
+BUFFER_WAITING_KEY = "circular_buffer_num_waiting"
+NUM_BROADCASTS_KEY = "num_weight_broadcasts_lifetime"
+SUPERSEDED_KEY = "num_weight_snapshots_superseded_lifetime"
 STATE_KEY = "impact"
 
 
@@ -73,8 +80,21 @@ class IMPACTLearner(Learner):
         self._buffer = CircularBuffer(
             num_batches=self.config.circular_buffer_num_batches,
             iterations_per_batch=self.config.circular_buffer_iterations_per_batch,
-            seed=self.config.seed,
+            queue_size=self.config.circular_buffer_queue_size,
         )
+        # The learner thread logs metrics while the caller of impact_update reduces them, and
+        # trains while get_state/set_state (checkpoints, broadcasts) read or write the weights.
+        self.metrics._threading_lock = threading.RLock()
+        self._update_lock = threading.RLock()
+        self._weights_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._thread_error: BaseException | None = None
+        self._stopping = threading.Event()
+        self._timesteps: dict[str, Any] = {}
+        self._reward: float | None = None
+        self._weights: dict[str, Any] | None = None  # the newest snapshot to broadcast
+        self._broadcast_due = False
+        self._updates_returned = 0
         # Algorithm 1 line 2: (θ', w') <- (θ, w).
         self.module.foreach_module(
             lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None
@@ -107,41 +127,54 @@ class IMPACTLearner(Learner):
         max_updates: int | None = None,
         reward: float | None = None,
     ) -> dict[str, Any]:
-        """Adds worker batches to C(N, K), then draws and updates until no draw is left.
+        """Hands worker batches to C(N, K); returns what the learner did since the last call.
+
+        With ``learner_thread`` (the default, Figure 1c) the draws and updates run in the
+        learner's own thread, which this call starts on first use: the call only queues the
+        batches and returns at once, so the driver goes on sampling while the learner trains.
+        Without it, the call itself draws and updates until the cursor's slot is empty and no
+        batch waits (or ``max_updates``), the learner inside ``training_step``.
 
         Args:
             packages: Train batches, each a list of references to the episode lists one
                 worker ``sample()`` returned (IMPALA's packing to M env steps).
-            timesteps: RLlib's timesteps dict (sampled/trained lifetime env steps).
-            max_updates: Optional cap on the updates of this call (None: every draw left).
+            timesteps: RLlib's timesteps dict (sampled/trained lifetime env steps); the
+                updates after this call see it.
+            max_updates: Without the learner thread, an optional cap on this call's updates.
             reward: The workers' latest mean episode return, reported before each step to
                 optimizers that adapt their step to the reward (``report_reward``, e.g.
                 rllib_ext.optim's DSGD, paper 000 §4.1); ignored by the others.
 
         Returns:
-            ``results`` (reduced metrics), ``num_updates`` (this call), ``num_draws_left`` and
-            ``rl_module_state`` (weights to broadcast, or None when no broadcast is due).
+            ``results`` (reduced metrics), ``num_updates`` (since the previous call),
+            ``num_draws_left`` and ``rl_module_state`` (the newest weights snapshot not yet
+            returned, or None).
+
+        Raises:
+            Whatever stopped the learner thread (e.g. FloatingPointError for non-finite weights).
         """
+        self._raise_thread_error()
         for refs in packages:
             training_data = TrainingData(episodes_refs=refs)
             training_data.solve_refs()
             batch = self._make_batch_if_necessary(training_data=training_data)
-            dropped = self._buffer.put(batch)  # line 6 input; overflow drops the oldest
-            if dropped is not None:
+            if self._buffer.put(batch):  # line 6 input; a full wait queue drops its oldest batch
                 self.metrics.log_value((ALL_MODULES, DROPPED_KEY), 1, reduce="lifetime_sum")
+        self._timesteps, self._reward = dict(timesteps), reward
 
-        updates_before = self._num_updates
-        while len(self._buffer) and (max_updates is None or self._num_updates - updates_before < max_updates):
-            batch, k = self._buffer.draw()  # line 6
-            if k == 0:
-                self._attach_target_outputs(batch)  # line 7
-            if reward is not None:
-                for optimizer in self._named_optimizers.values():
-                    if hasattr(optimizer, "report_reward"):
-                        optimizer.report_reward(reward)
-            # Lines 8-9 (the loss is the framework subclass'); lines 10-11 in the buffer
-            # and in `after_gradient_based_update`.
-            Learner.update(self, batch=batch, timesteps=timesteps, _no_metrics_reduce=True)
+        if self.config.learner_thread:
+            self._buffer.resume()
+            self._start_thread()
+        else:
+            done = 0
+            while max_updates is None or done < max_updates:
+                drawn = self._buffer.draw(block=False)  # line 6
+                if drawn is None:
+                    break
+                self._learn_on(*drawn)
+                done += 1
+            if self._broadcast_due:
+                self._snapshot_weights()
 
         # Lifetime counters appear in the results from the first call on.
         for key in (NUM_TARGET_SYNCS_KEY, NUM_LEARNER_UPDATES_KEY, DROPPED_KEY):
@@ -151,24 +184,107 @@ class IMPACTLearner(Learner):
             self.metrics.log_value((ALL_MODULES, MEAN_DRAWS_KEY), sum(draws) / len(draws), window=1)
         self.metrics.log_value((ALL_MODULES, BUFFER_FILL_KEY), self._buffer.fill, window=1)
         self.metrics.log_value((ALL_MODULES, BUFFER_HELD_KEY), len(self._buffer), window=1)
+        self.metrics.log_value((ALL_MODULES, BUFFER_WAITING_KEY), self._buffer.num_waiting, window=1)
 
-        # Line 12: broadcast when the update counter crossed a multiple of t_frequency.
-        interval = self.config.broadcast_interval
-        rl_module_state = None
-        if self._num_updates // interval > updates_before // interval:
-            rl_module_state = self.get_state(
+        updates = self._num_updates
+        new_updates, self._updates_returned = updates - self._updates_returned, updates
+        with self._weights_lock:
+            rl_module_state, self._weights = self._weights, None
+        if rl_module_state is not None:
+            self.metrics.log_value((ALL_MODULES, NUM_BROADCASTS_KEY), 1, reduce="lifetime_sum")
+        return {
+            "results": self.metrics.reduce(),
+            "num_updates": new_updates,
+            "num_draws_left": self._buffer.num_draws_left,
+            "rl_module_state": rl_module_state,
+        }
+
+    def _learn_on(self, batch, k: int) -> None:
+        """Algorithm 1 lines 7-12 for one drawn batch (``k``: its earlier draws)."""
+        try:
+            self._update_on(batch, k)
+        finally:
+            self._buffer.release()
+
+    def _update_on(self, batch, k: int) -> None:
+        with self._update_lock:
+            if k == 0:
+                self._attach_target_outputs(batch)  # line 7
+            if self._reward is not None:
+                for optimizer in self._named_optimizers.values():
+                    if hasattr(optimizer, "report_reward"):
+                        optimizer.report_reward(self._reward)
+            # Lines 8-9 (the loss is the framework subclass'); line 10 in the buffer, line 11
+            # in `after_gradient_based_update`.
+            Learner.update(self, batch=batch, timesteps=self._timesteps, _no_metrics_reduce=True)
+            # Line 12: a broadcast every t_frequency updates.
+            if self._num_updates % self.config.broadcast_interval == 0:
+                self._broadcast_due = True
+                if self.config.learner_thread:
+                    self._snapshot_weights()
+
+    def _snapshot_weights(self) -> None:
+        """Puts the module weights to broadcast in the object store (the newest replaces an older
+        one the Algorithm has not taken yet; those are counted as superseded)."""
+        with self._update_lock:
+            state = self.get_state(
                 components=[
                     COMPONENT_RL_MODULE + "/" + mid for mid in self.module.keys() if self.should_module_be_updated(mid)
                 ],
                 inference_only=True,
             )
-            rl_module_state[COMPONENT_RL_MODULE] = ray.put(rl_module_state[COMPONENT_RL_MODULE])
-        return {
-            "results": self.metrics.reduce(),
-            "num_updates": self._num_updates - updates_before,
-            "num_draws_left": self._buffer.num_draws_left,
-            "rl_module_state": rl_module_state,
-        }
+            self._broadcast_due = False
+        state[COMPONENT_RL_MODULE] = ray.put(state[COMPONENT_RL_MODULE])
+        with self._weights_lock:
+            if self._weights is not None:
+                self.metrics.log_value((ALL_MODULES, SUPERSEDED_KEY), 1, reduce="lifetime_sum")
+            self._weights = state
+
+    # ------------------------------------------------------------------------------------
+    # The learner thread (Figure 1c: the learner never waits for workers, workers never wait
+    # for the learner).
+    # ------------------------------------------------------------------------------------
+    def _start_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run_thread, name="IMPACTLearnerThread", daemon=True)
+            self._thread.start()
+
+    def _run_thread(self) -> None:
+        """Draws (waiting on the buffer when it has nothing to draw) and updates until shutdown."""
+        try:
+            while not self._stopping.is_set():
+                drawn = self._buffer.draw(block=True)
+                if drawn is not None:
+                    self._learn_on(*drawn)
+        except BaseException as e:  # noqa: BLE001 - handed to the driver by the next impact_update
+            logger.exception("IMPACT_EXT: the learner thread failed")
+            self._thread_error = e
+
+    def _raise_thread_error(self) -> None:
+        if self._thread_error is not None:
+            error, self._thread_error = self._thread_error, None
+            self._thread = None  # a later call starts a new thread (e.g. after a restore)
+            raise error
+
+    def pause_thread(self) -> None:
+        """Waits for the learner thread's current update, then holds it until the next
+        :meth:`impact_update` (the Algorithm calls this at the end of each ``train()``: between
+        iterations (evaluation, checkpoints, a race's timer stopped) the weights stand still)."""
+        self._buffer.pause()
+
+    @property
+    def learner_thread_alive(self) -> bool:
+        """Whether the learner thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @override(Learner)
+    def shutdown(self) -> None:
+        """Stops and joins the learner thread."""
+        self._stopping.set()
+        self._buffer.close()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        super().shutdown()
 
     @property
     def buffer(self) -> CircularBuffer:
@@ -274,7 +390,11 @@ class IMPACTLearner(Learner):
 
     @override(Learner)
     def get_state(self, components=None, *, not_components=None, **kwargs) -> StateDict:
-        """RLlib's learner state plus KL coefficients and update/sync counters."""
+        """RLlib's learner state plus KL coefficients and update/sync counters (between updates)."""
+        with self._update_lock:
+            return self._get_state(components, not_components=not_components, **kwargs)
+
+    def _get_state(self, components, *, not_components, **kwargs) -> StateDict:
         state = super().get_state(components, not_components=not_components, **kwargs)
         if self._check_component(STATE_KEY, components, not_components):
             state[STATE_KEY] = {
@@ -286,7 +406,11 @@ class IMPACTLearner(Learner):
 
     @override(Learner)
     def set_state(self, state: StateDict) -> None:
-        """Restores RLlib's learner state, KL coefficients and counters."""
+        """Restores RLlib's learner state, KL coefficients and counters (between updates)."""
+        with self._update_lock:
+            self._set_state(state)
+
+    def _set_state(self, state: StateDict) -> None:
         super().set_state(state)
         impact = state.get(STATE_KEY)
         if impact:
@@ -294,3 +418,4 @@ class IMPACTLearner(Learner):
                 self._set_kl_coeff(mid, value)
             self._num_updates = int(impact.get("num_updates", self._num_updates))
             self._num_target_syncs = int(impact.get("num_target_syncs", self._num_target_syncs))
+            self._updates_returned = self._num_updates

@@ -65,8 +65,10 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, v
         ):
             assert key in learner, key
         shared = result["learners"]["__all_modules__"]
-        for key in ("num_target_syncs_lifetime", "circular_buffer_fill", "circular_buffer_mean_draws_per_batch"):
+        for key in ("num_target_syncs_lifetime", "circular_buffer_fill", "circular_buffer_num_dropped_lifetime"):
             assert key in shared, key
+        # Batches leave C(N, K) only after K draws (the wait queue drops undrawn ones instead).
+        assert shared.get("circular_buffer_mean_draws_per_batch", 2) == 2
         assert shared["num_target_syncs_lifetime"] >= 1
         assert result["num_env_steps_sampled_lifetime"] > 0
         assert np.isfinite(learner["total_loss"])
@@ -97,11 +99,16 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path, v
 def test_several_envs_per_runner_train_before_any_episode_ends(ray_session):
     """Issue 21: 8 Pendulum envs (200-step episodes) on one runner; the first train batch
     (2 samples x 8 envs x 50 steps) arrives before any episode has finished, so the workers'
-    `episode_return_mean` does not exist yet. That used to be a KeyError in `training_step`."""
+    `episode_return_mean` does not exist yet. That used to be a KeyError in `training_step`.
+
+    The learner runs in `training_step` here (the peek is the same with the learner thread), so
+    that the first iteration's updates provably happen before the first episode ends."""
     config = (
-        _config("Pendulum-v1")
+        _config("Pendulum-v1", learner_thread=False)
         .env_runners(num_env_runners=1, num_envs_per_env_runner=8, rollout_fragment_length=50)
-        .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=800)
+        .reporting(
+            min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=800, min_train_timesteps_per_iteration=0
+        )
     )
     algo = config.build_algo()
     try:

@@ -20,7 +20,8 @@ from rllib_ext.algorithms.impact.torch.impact_torch_learner import BATCH_CONSTAN
 
 
 def _build(**training):
-    training = {"train_batch_size_per_learner": 100, "lr": 1e-3, **training}
+    # The learner in the caller's thread: these tests drive impact_update's draws one by one.
+    training = {"train_batch_size_per_learner": 100, "lr": 1e-3, "learner_thread": False, **training}
     config = (
         IMPACTConfig()
         .environment("CartPole-v1")
@@ -62,8 +63,8 @@ def test_target_sync_exactly_every_n_updates(algo_n4):
     learner = algo_n4.learner_group._learner
     assert _target_equals_main(learner)
     for _ in range(13):
-        packages = [] if len(learner.buffer) else [_package(algo_n4)]
-        out = learner.impact_update(packages=packages, timesteps={}, max_updates=1)
+        # A new batch each call: the cursor's next slot may be empty (round-robin traversal).
+        out = learner.impact_update(packages=[_package(algo_n4)], timesteps={}, max_updates=1)
         assert out["num_updates"] == 1
         t = learner.num_updates
         assert learner.num_target_syncs == t // 4
@@ -75,16 +76,17 @@ def test_each_batch_drawn_k_times_and_target_output_cached(algo_n4):
     learner = algo_n4.learner_group._learner
     out = learner.impact_update(packages=[_package(algo_n4), _package(algo_n4)], timesteps={}, max_updates=1)
     assert out["num_draws_left"] == 2 * 3 - 1
-    (drawn,) = [e for e in learner.buffer._entries if e.draws == 1]
-    cached = drawn.item.policy_batches["default_policy"][TARGET_LOGP].clone()
+    ((drawn, draws),) = learner.buffer.entries
+    assert draws == 1
+    cached = drawn.policy_batches["default_policy"][TARGET_LOGP].clone()
     # The batch's V-trace GAE-λ operator was built at its first draw and is kept for the others.
-    constants = drawn.item.policy_batches["default_policy"][BATCH_CONSTANTS]
+    constants = drawn.policy_batches["default_policy"][BATCH_CONSTANTS]
     # A target sync between draws must not change the batch's target output (k = 0 only).
     learner.sync_target_networks()
     out = learner.impact_update(packages=[], timesteps={})
     assert out["num_updates"] == 5 and out["num_draws_left"] == 0 and len(learner.buffer) == 0
-    assert torch.equal(drawn.item.policy_batches["default_policy"][TARGET_LOGP], cached)
-    assert drawn.item.policy_batches["default_policy"][BATCH_CONSTANTS] is constants
+    assert torch.equal(drawn.policy_batches["default_policy"][TARGET_LOGP], cached)
+    assert drawn.policy_batches["default_policy"][BATCH_CONSTANTS] is constants
     assert learner.buffer.num_draws == 6 and learner.buffer.num_evicted_used_up == 2
     stats = out["results"]["__all_modules__"]
     assert stats["circular_buffer_mean_draws_per_batch"].peek() == 3
