@@ -40,7 +40,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig, BlackBoxEnvRunner
 from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, IndividualJob, Job, Payload
-from rllib_ext.common.population import gaussian_individual
+from rllib_ext.common.population import CEM_VARIANCES, gaussian_individual
 from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
 from rllib_ext.common.transitions import ReplayActor
@@ -70,7 +70,10 @@ class ERLConfig(BlackBoxConfig):
     """Settings shared by AESRL_EXT and CEMRL_EXT (paper 001 App. A, App. C; CEM-RL's values).
 
     Population: ``sigma_init`` (σ²_0 per parameter, Σ = σ_init·I; 1e-3 as CEM-RL),
-    ``var_limit`` (floor of σ², 1e-5). Actor (App. A): ``policy_hiddens`` [400, 300], tanh,
+    ``var_limit`` (floor of σ², 1e-5), ``cem_variance``: the form of the sep-CEM variance (CEMRL_EXT;
+    AESRL_EXT's ``elite`` variance rule) — ``"reference"`` (default): σ² = (1/K_e)·Σλ_i(z_i − μ_t)² + ε,
+    as apourchot/CEM-RL and aes-rl compute it; ``"eq2"``: paper 001 Eq. (2) as printed, without
+    1/K_e (:mod:`rllib_ext.common.population`). Actor (App. A): ``policy_hiddens`` [400, 300], tanh,
     deterministic tanh head. Critic and RL training (TD3): ``critic_hiddens`` [400, 300] (leaky
     ReLU), ``actor_lr`` and ``critic_lr`` 1e-3, ``gamma`` 0.99, ``tau`` 0.005, ``policy_noise``
     0.2, ``noise_clip`` 0.5, ``policy_delay`` 2, ``rl_batch_size`` 256 (the reference configs;
@@ -97,6 +100,7 @@ class ERLConfig(BlackBoxConfig):
         super().__init__(algo_class=algo_class)
         self.sigma_init = 1e-3
         self.var_limit = 1e-5
+        self.cem_variance = "reference"
         self.policy_hiddens = [400, 300]
         self.policy_activation = "tanh"
         self.policy_head = "deterministic"
@@ -127,6 +131,7 @@ class ERLConfig(BlackBoxConfig):
         *,
         sigma_init=NotProvided,
         var_limit=NotProvided,
+        cem_variance=NotProvided,
         critic_hiddens=NotProvided,
         actor_lr=NotProvided,
         critic_lr=NotProvided,
@@ -149,6 +154,7 @@ class ERLConfig(BlackBoxConfig):
         self._set_provided(
             sigma_init=sigma_init,
             var_limit=var_limit,
+            cem_variance=cem_variance,
             critic_hiddens=critic_hiddens,
             actor_lr=actor_lr,
             critic_lr=critic_lr,
@@ -197,6 +203,8 @@ class ERLConfig(BlackBoxConfig):
             positive(name, allow_zero=True)
         if self.rl_start_steps is not None:
             positive("rl_start_steps", integer=True, allow_zero=True)
+        if self.cem_variance not in CEM_VARIANCES:
+            self._value_error(f"unknown cem_variance {self.cem_variance!r}; valid: {', '.join(CEM_VARIANCES)}")
         if not (isinstance(self.tau, (int, float)) and 0 < self.tau <= 1):
             self._value_error(f"tau must be in (0, 1], got {self.tau!r}")
         if not (isinstance(self.gamma, (int, float)) and 0 <= self.gamma <= 1):

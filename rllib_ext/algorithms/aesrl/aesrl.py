@@ -268,6 +268,7 @@ class AESRLConfig(ERLConfig):
             success_threshold=self.success_threshold,
             success_factor=self.success_factor,
             var_limit=self.var_limit,
+            cem_variance=self.cem_variance,
         )
 
 

@@ -11,7 +11,8 @@ Mean rules (``mean_rule``):
 - ``one_plus_one``: (1+1)-ES, Eq. (5): p = 1 if f(μ) < f(z), else 0.
 - ``rank``: asynchronous rank-based update (ACEM-RL, App. E.1, Eq. 13): the last n individuals
   are kept; once n are stored each new one moves μ by 1/n of the way to the sep-CEM mean of their
-  elites (:func:`~rllib_ext.common.population.elite_update`); p is reported as 1/n.
+  elites (:func:`~rllib_ext.common.population.elite_update`); p is reported as 1/n (the
+  reference's ``ACemrlPopulation.tell`` returns 0).
 - ``fixed_linear``: Eq. (6)–(7): p = p_sg·clip((f(z) − f(μ))/r, −1, 1).
 - ``fixed_sigmoid``: Eq. (8): p = p_sg·Sigmoid((f(z) − f(μ))/r). The reference code drops p_sg
   here (a worse z still moves μ by up to 0.5); we follow the printed equation.
@@ -33,7 +34,13 @@ Variance rules (``variance_rule``), on var = σ² per parameter, floored at ``va
 - ``online_fixed``: Welford's update with a fixed n, Eq. (11):
   σ²_t = σ²_{t−1} + [(z − μ_{t−1}) ⊙ (z − μ_t) − σ²_{t−1}]/n, n = ``online_n``.
 - ``online_adaptive`` (default): Eq. (11) with n = max((1 − p)/p, 1), Eq. (12).
-- ``elite``: the rank rule's own sep-CEM variance (Eq. 2 plus damping); only with ``rank``.
+- ``elite``: the rank rule's own sep-CEM variance, only with ``rank``: σ² is replaced by the
+  elites' variance around the current (old) μ plus ε, in the form ``cem_variance`` —
+  ``"reference"`` (default): (1/K_e)·Σλ_i(z_i − μ)² + ε, as aes-rl ``core/population.py``
+  ``ACemrlPopulation.tell`` computes it (``1 / self.parents * self.weights @ (z * z) + damp``);
+  ``"eq2"``: Σλ_i(z_i − μ)² + ε, Eq. (2) as printed. ε decays before it is added, by τ^(1/n) per
+  update once n individuals are stored, with the reference's τ = 0.90 (its ``cemrl_tau``,
+  ``utils/util.py``; apourchot's synchronous CEM-RL uses 0.95 per generation).
 
 Both online rules leave σ² unchanged when p < ``p_min`` (1e-3): "When p = 0 […] the variance
 remains unchanged" (§3.4); a negative p (``p_negative`` > 0) also leaves it unchanged, as in the
@@ -51,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from rllib_ext.common.population import elite_update, gaussian_individual, rank_weights
+from rllib_ext.common.population import CEM_VARIANCES, elite_update, gaussian_individual, rank_weights
 
 MEAN_RULES = ("one_plus_one", "rank", "fixed_linear", "fixed_sigmoid", "baseline_absolute", "baseline_relative")
 VARIANCE_RULES = ("success_rule", "online_fixed", "online_adaptive", "elite")
@@ -139,8 +146,9 @@ class AsyncPopulation:
         success_window, success_threshold, success_factor: ``success_rule``.
         var_limit: Floor of σ² (keeps exploration alive; CEM-RL's damping limit 1e-5).
         p_min: Below this p an online variance rule leaves σ² unchanged.
-        cem_damp_init, cem_damp_limit, cem_damp_tau: The ``elite`` variance's damping
-            (CEM-RL's values; τ is applied as τ^(1/n) per individual, App. E.1).
+        cem_damp_init, cem_damp_limit, cem_damp_tau: The ``elite`` variance's damping ε
+            (1e-3 → 1e-5; τ 0.90 as aes-rl's ACEM-RL, applied as τ^(1/n) per update, App. E.1).
+        cem_variance: The ``elite`` variance's form, ``"reference"`` or ``"eq2"`` (module docstring).
     """
 
     def __init__(
@@ -162,7 +170,8 @@ class AsyncPopulation:
         p_min: float = 1e-3,
         cem_damp_init: float = 1e-3,
         cem_damp_limit: float = 1e-5,
-        cem_damp_tau: float = 0.95,
+        cem_damp_tau: float = 0.90,
+        cem_variance: str = "reference",
     ):
         if mean_rule not in MEAN_RULES:
             raise ValueError(f"unknown mean_rule {mean_rule!r}; valid: {', '.join(MEAN_RULES)}")
@@ -182,6 +191,9 @@ class AsyncPopulation:
         self.cem_damp = float(cem_damp_init)
         self.cem_damp_limit = float(cem_damp_limit)
         self.cem_damp_tau = float(cem_damp_tau) ** (1.0 / self.rank_population)
+        if cem_variance not in CEM_VARIANCES:
+            raise ValueError(f"unknown cem_variance {cem_variance!r}; valid: {', '.join(CEM_VARIANCES)}")
+        self.cem_variance = cem_variance
         self._rank_weights = rank_weights(max(self.rank_population // 2, 1))
         self._recent: collections.deque = collections.deque(maxlen=self.rank_population)  # (z, f(z))
         self._successes: collections.deque = collections.deque(maxlen=int(success_window))
@@ -242,9 +254,9 @@ class AsyncPopulation:
             return 0.0
         individuals = np.stack([ind for ind, _ in self._recent])
         fitness = np.array([f for _, f in self._recent])
-        elite_mu, elite_var = elite_update(self.mu, individuals, fitness, self._rank_weights)
-        self.mu = (self.mu + (elite_mu - self.mu) / n).astype(np.float32)
-        if self.variance_rule == "elite":
+        elite_mu, elite_var = elite_update(self.mu, individuals, fitness, self._rank_weights, self.cem_variance)
+        self.mu = (self.mu + (elite_mu - self.mu) / n).astype(np.float32)  # Eq. (13): 1/n of Eq. (1)'s step
+        if self.variance_rule == "elite":  # ε decays first, then σ² = elites' variance + ε (ACemrlPopulation)
             self.cem_damp = self.cem_damp_tau * self.cem_damp + (1.0 - self.cem_damp_tau) * self.cem_damp_limit
             self.var = (elite_var + self.cem_damp).astype(np.float32)
         return 1.0 / n

@@ -17,6 +17,7 @@ from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
         ("Pendulum-v1", {"tau": 0.0}, "tau"),
         ("Pendulum-v1", {"critic_min_steps_per_env_step": 2.0}, "critic_min_steps_per_env_step"),
         ("Pendulum-v1", {"common_random_numbers": True}, "common_random_numbers"),
+        ("Pendulum-v1", {"cem_variance": "printed"}, "cem_variance"),
     ],
 )
 def test_aesrl_bad_input_is_one_clear_error(env, settings, match):
@@ -36,3 +37,11 @@ def test_table_5_values_resolve_per_env():
     assert AESRLConfig().environment("Swimmer-v5").effective_p_desired == 0.1
     with pytest.raises(ValueError, match="Table 5"):
         AESRLConfig().environment("Pendulum-v1").validate()  # no Table 5 value: must be set
+
+
+def test_cem_variance_reaches_the_rank_rule():
+    import numpy as np
+
+    cfg = AESRLConfig().environment("Hopper-v5").training(mean_rule="rank", variance_rule="elite")
+    assert cfg.make_population(np.zeros(3)).cem_variance == "reference"
+    assert cfg.training(cem_variance="eq2").make_population(np.zeros(3)).cem_variance == "eq2"

@@ -159,28 +159,57 @@ def test_success_rule_increases_then_decreases_sigma():
     assert pop.var == pytest.approx([1.0])
 
 
-def test_rank_rule_is_sep_cem_over_last_n_divided_by_n():
-    n, d = 4, 3
-    pop = AsyncPopulation(
-        np.zeros(d),
+def rank_population(**kwargs):
+    return AsyncPopulation(
+        np.zeros(3),
         sigma_init=1.0,
         mean_rule="rank",
         variance_rule="elite",
-        rank_population=n,
+        rank_population=4,
         cem_damp_init=0.0,
         cem_damp_limit=0.0,
+        **kwargs,
     )
-    rng = np.random.default_rng(1)
-    zs = rng.standard_normal((n, d)).astype(np.float32)
+
+
+def tell_four(pop):
+    zs = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
     fs = [3.0, 1.0, 4.0, 2.0]
     for z, f in zip(zs[:-1], fs[:-1], strict=False):
         assert pop.tell(z, f) == 0.0  # fewer than n stored: no update
-    assert pop.mu == pytest.approx(np.zeros(d))
-    assert pop.tell(zs[-1], fs[-1]) == pytest.approx(1 / n)
-    w = rank_weights(n // 2)
+    assert pop.mu == pytest.approx(np.zeros(3))
+    assert pop.tell(zs[-1], fs[-1]) == pytest.approx(1 / 4)
+    return zs
+
+
+def test_rank_rule_is_sep_cem_over_last_n_divided_by_n():
+    """App. E.1, Eq. (13); σ² in the reference's form (1/K_e)·Σλ_i(z_i − μ)² (aes-rl ACemrlPopulation.tell)."""
+    pop = rank_population()
+    zs = tell_four(pop)
+    w = rank_weights(2)
     elite = w[0] * zs[2] + w[1] * zs[0]  # best: f=4 (index 2), then f=3 (index 0)
-    assert pop.mu == pytest.approx(elite / n, rel=1e-5)
+    assert pop.mu == pytest.approx(elite / 4, rel=1e-5)
+    k_e = 2  # n // 2
+    assert pop.var == pytest.approx((w[0] * zs[2] ** 2 + w[1] * zs[0] ** 2) / k_e, rel=1e-5)
+
+
+def test_rank_rule_eq2_variance_option():
+    pop = rank_population(cem_variance="eq2")
+    zs = tell_four(pop)
+    w = rank_weights(2)
     assert pop.var == pytest.approx(w[0] * zs[2] ** 2 + w[1] * zs[0] ** 2, rel=1e-5)
+    with pytest.raises(ValueError, match="cem_variance"):
+        rank_population(cem_variance="bogus")
+
+
+def test_rank_rule_damping_decays_by_the_references_tau_per_update():
+    """ε ← τ^(1/n)·ε + (1 − τ^(1/n))·ε_limit per update once n are stored, τ = 0.90 (aes-rl's cemrl_tau)."""
+    pop = AsyncPopulation(np.zeros(1), mean_rule="rank", variance_rule="elite", rank_population=4)
+    for i in range(4):
+        pop.tell(np.zeros(1), float(i))
+    tau = 0.90 ** (1 / 4)
+    assert pop.cem_damp == pytest.approx(tau * 1e-3 + (1 - tau) * 1e-5)
+    assert pop.var == pytest.approx([pop.cem_damp])  # all individuals at μ: σ² = ε
 
 
 def test_population_requires_f_mu_and_state_round_trip():
