@@ -25,6 +25,16 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
    chosen mean and variance rules (§3.3–3.4, :class:`~rllib_ext.algorithms.aesrl.aesrl_learner.
    AsyncPopulation`), its steps are counted, and μ, σ² (update u + 1) are published.
 
+**Warm-up individuals.** Until ``initial_steps`` env steps, individuals act uniformly at random
+(they fill the replay for the critic). The reference (aes-rl ``algorithm/aesrl.py``, the ES
+branch and the ``eval_type`` handling) samples them from N(μ, σ²) like any individual, evaluates
+μ ``num_evals`` = 5 times after each, and tells the population — so they move μ and σ² although
+their return does not depend on z, and each costs 5 μ episodes. That is the default
+(``warmup_updates_population=True``); ``False`` counts their steps and keeps their transitions but
+neither tells them nor evaluates μ for them (counted under ``blackbox/warmup_individuals_lifetime``
+either way). Neither counts towards Eq. (3)'s n_rl/n_es (the reference counts ES individuals only
+from ``initial_steps`` on).
+
 **f(μ).** The fitness-based rules need the fitness of the current mean, which the paper does not
 say how to get. ``mean_fitness``:
 
@@ -109,6 +119,8 @@ class AESRLConfig(ERLConfig):
             absolute rule needs a number on envs without a Table 5 entry); or a number.
         adaptive_scale_window, adaptive_scale_factor: the adaptive scale s = factor × mean
             |f(z) − f(μ)| over the last ``window`` individuals (20, 1.0).
+        warmup_updates_population: whether random-action (warm-up) individuals update μ, σ²
+            (True, the reference; module docstring).
         p_positive, p_negative: p_sg (Eq. 7; App. C: p_negative 0).
         online_n: n of ``online_fixed``; rank_population: n of ``rank``.
         success_window, success_threshold (1/5), success_factor: the 1/5 rule.
@@ -128,6 +140,7 @@ class AESRLConfig(ERLConfig):
         self.fitness_baseline = "auto"
         self.adaptive_scale_window = 20
         self.adaptive_scale_factor = 1.0
+        self.warmup_updates_population = True
         self.p_positive = 1.0
         self.p_negative = 0.0
         self.online_n = 10.0
@@ -154,6 +167,7 @@ class AESRLConfig(ERLConfig):
         fitness_baseline=NotProvided,
         adaptive_scale_window=NotProvided,
         adaptive_scale_factor=NotProvided,
+        warmup_updates_population=NotProvided,
         p_positive=NotProvided,
         p_negative=NotProvided,
         online_n=NotProvided,
@@ -179,6 +193,7 @@ class AESRLConfig(ERLConfig):
             fitness_baseline=fitness_baseline,
             adaptive_scale_window=adaptive_scale_window,
             adaptive_scale_factor=adaptive_scale_factor,
+            warmup_updates_population=warmup_updates_population,
             p_positive=p_positive,
             p_negative=p_negative,
             online_n=online_n,
@@ -210,6 +225,10 @@ class AESRLConfig(ERLConfig):
         if self.variance_rule == "elite" and self.mean_rule != "rank":
             self._value_error("variance_rule 'elite' is the rank rule's own variance: use it with mean_rule 'rank'")
         self._validate_scale()
+        if not isinstance(self.warmup_updates_population, bool):
+            self._value_error(
+                f"warmup_updates_population must be True or False, got {self.warmup_updates_population!r}"
+            )
         for name, v in (
             ("online_n", self.online_n),
             ("success_factor", self.success_factor),
@@ -330,18 +349,24 @@ class AESRL(ERLAlgorithm):
     @override(ERLAlgorithm)
     def setup(self, config):
         super().setup(config)
+        self.init_population()
+        if self.population.needs_f_mu and self.config.mean_fitness == "interpolate":
+            self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
+
+    def init_population(self) -> None:
+        """The population N(μ, σ²) and the driver's bookkeeping of individuals (after the ERL setup)."""
         self.population = self.config.make_population(self.mu)
         self.population.var = self.var
-        self.counters.update({"mean_eval_env_steps": 0, "individuals_failed": 0, "critic_wait_s": 0.0})
-        self._pending: dict[int, dict[str, Any]] = {}  # job id -> {"z", "rl"}: individuals in flight
+        self.counters.update(
+            {"mean_eval_env_steps": 0, "individuals_failed": 0, "critic_wait_s": 0.0, "warmup_individuals": 0}
+        )
+        self._pending: dict[int, dict[str, Any]] = {}  # job id -> {"z", "rl", "warmup"}: individuals in flight
         self._awaiting_mean: dict[int, dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
         self._untold: list[dict[str, Any]] = []  # finished individuals waiting for the first f(μ)
         self._last_steps = collections.deque(maxlen=10)
         self._critic_call = None
         self._p_by_kind = {"rl": [], "es": []}
         self._rng = np.random.default_rng(None if self.config.seed is None else int(self.config.seed) + 99)
-        if self.population.needs_f_mu and self.config.mean_fitness == "interpolate":
-            self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
 
     # -- submitting ------------------------------------------------------------------------
     def _submit_mean(self, individual: dict[str, Any] = None) -> None:
@@ -371,7 +396,7 @@ class AESRL(ERLAlgorithm):
             critic_ref=[self.critic_ref] if rl else None,
         )
         # z is drawn from the μ, σ² of the version this job is submitted (and run) with.
-        self._pending[job.id] = {"z": self.population.sample(seed), "rl": rl}
+        self._pending[job.id] = {"z": self.population.sample(seed), "rl": rl, "warmup": job.random_actions}
         self.pool.submit([job])
 
     def _pump_critic(self) -> None:
@@ -433,6 +458,10 @@ class AESRL(ERLAlgorithm):
             self.counters["individuals_failed"] += 1  # e.g. an RL individual trained on a diverged critic
             logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r.id)
             return
+        if info.get("warmup"):
+            self.counters["warmup_individuals"] += 1
+            if not self.config.warmup_updates_population:
+                return  # random actions: f(z) says nothing about z; its steps and transitions are kept
         pop = self.population
         if not pop.needs_f_mu:
             self._tell(individual)
@@ -510,6 +539,9 @@ class AESRL(ERLAlgorithm):
             (BLACKBOX, "individuals_failed_lifetime"), self.counters["individuals_failed"], reduce="max", window=1
         )
         m.log_value((BLACKBOX, "critic_wait_s_lifetime"), self.counters["critic_wait_s"], reduce="max", window=1)
+        m.log_value(
+            (BLACKBOX, "warmup_individuals_lifetime"), self.counters["warmup_individuals"], reduce="max", window=1
+        )
         for kind, ps in self._p_by_kind.items():
             if ps:
                 m.log_value((BLACKBOX, f"p_{kind}_individuals"), float(np.mean(ps)), reduce="mean", window=1)

@@ -23,6 +23,12 @@ implementations are apourchot/CEM-RL and the P-CEM-RL of KyunghyunLee/aes-rl. On
   by nature), then all individuals are trained/evaluated at once across the runners, and the
   generation waits for the slowest — the idle time AES-RL removes.
 
+**Warm-up generations.** Until ``initial_steps`` env steps, individuals act uniformly at random
+and sep-CEM is still told about them, as aes-rl's CEM-RL and P-CEM-RL do (``algorithm/cemrl.py``:
+``random_action=True`` while ``total_steps <= initial_steps``, then ``population.tell``).
+apourchot's CEM-RL never acts at random (``es_grad.py``: ``start_steps`` only delays the RL
+actors): that is ``initial_steps=0`` with ``rl_start_steps=10000``.
+
 A failed episode (the env raised or returned NaN) is re-run (up to ``max_retries`` times), then
 the individual gets fitness −inf; both are counted.
 """
