@@ -5,12 +5,12 @@ of Ray actors, all on top of the black-box engine (:mod:`rllib_ext.common.blackb
 
 - **Env runners** (:class:`ERLEnvRunner`, RLlib ``EnvRunner``\\ s managed and restarted by the
   EnvRunnerGroup): evaluate an *individual* (actor parameters z) for one episode with action
-  noise a_noise (Algorithm 2), push its transitions to the replay actor, return (job id, f(z),
+  noise a_noise (Algorithm 2; ``action_noise``), push its transitions to the replay actor, return (job id, f(z),
   length). An *RL individual* is first trained against the shared critic's weights with the TD3
   actor loss (``rl_steps`` Adam steps on replay minibatches, a fresh optimizer each time, as the
   reference code does), and its trained parameters come back (the one d-vector result). A
-  *mean* job evaluates the population mean μ without noise (f(μ), see AESRL's
-  ``mean_fitness``).
+  *mean* job evaluates the population mean μ under the same action noise, without storing its
+  transitions (f(μ), see AESRL's ``mean_fitness``).
 - **The replay actor** (:data:`~rllib_ext.common.transitions.ReplayActor`, capacity 2e5,
   App. C.1): filled by every evaluation, sampled by the critic worker and RL individuals.
 - **The critic worker** (:class:`CriticWorker`): the shared TD3 twin critic, trained in its own
@@ -77,7 +77,14 @@ class ERLConfig(BlackBoxConfig):
     deterministic tanh head. Critic and RL training (TD3): ``critic_hiddens`` [400, 300] (leaky
     ReLU), ``actor_lr`` and ``critic_lr`` 1e-3, ``gamma`` 0.99, ``tau`` 0.005, ``policy_noise``
     0.2, ``noise_clip`` 0.5, ``policy_delay`` 2, ``rl_batch_size`` 256 (the reference configs;
-    CEM-RL: 100). ``replay_capacity`` 2e5 (App. C.1), ``action_noise`` a_noise 0.1 (App. C.2),
+    CEM-RL: 100). ``replay_capacity`` 2e5 (App. C.1). ``action_noise``: a_noise, the Gaussian action
+    noise (in action half-ranges, Algorithm 2) of *every* fitness evaluation — individuals f(z) and
+    the mean f(μ) alike, so that AES-RL's comparison f(z) − f(μ) is not biased by noise on one side
+    only. Default 0.0, the reference codes' value: aes-rl runs individuals and μ with ``noise=False``
+    (``algorithm/aesrl.py``, every ``rollout`` job; ``algorithm/cemrl.py``, ``pcemrl.py`` use the
+    ``rollout`` default ``noise=False``, ``core/worker.py``), apourchot's CEM-RL evaluates its
+    population with ``noise=None`` (``es_grad.py``). Paper 001 App. C.2 reports a_noise 0.1: set
+    ``action_noise=0.1`` for it (μ's episodes then get it too).
     ``initial_steps``: individuals act uniformly at random until this many env steps
     (10000; TD3's start steps), ``rl_start_steps``: no RL individual before (None: =
     initial_steps). ``rl_actor_steps``: Adam steps of an RL individual; ``"auto"`` = the env steps
@@ -115,7 +122,7 @@ class ERLConfig(BlackBoxConfig):
         self.policy_delay = 2
         self.rl_batch_size = 256
         self.replay_capacity = 200_000
-        self.action_noise = 0.1
+        self.action_noise = 0.0  # the reference codes' (see above); paper 001 App. C.2: 0.1
         self.initial_steps = 10_000
         self.rl_start_steps = None
         self.rl_actor_steps = "auto"
@@ -267,8 +274,8 @@ class ERLEnvRunner(BlackBoxEnvRunner):
     - :class:`~rllib_ext.common.blackbox.protocol.IndividualJob`: z = μ + √var ⊙ ε(seed), or z
       from ``params_ref``; trained for ``rl_steps`` TD3 actor steps first when asked; evaluated
       with action noise ``action_noise`` (Algorithm 2) and stored in the replay actor.
-    - :class:`~rllib_ext.common.blackbox.protocol.EvaluationJob`: μ for ``episodes`` episodes, no
-      noise, not stored in replay (f(μ)).
+    - :class:`~rllib_ext.common.blackbox.protocol.EvaluationJob`: μ for ``episodes`` episodes with
+      the same ``action_noise``, not stored in replay (f(μ)).
     """
 
     result_cls = ERLResult
@@ -332,9 +339,9 @@ class ERLEnvRunner(BlackBoxEnvRunner):
     def run_job(self, job: Job) -> ERLResult:
         if isinstance(job, IndividualJob):
             return self._individual_job(job)
-        if isinstance(job, EvaluationJob):  # f(μ): no action noise, not stored in replay
+        if isinstance(job, EvaluationJob):  # f(μ): the individuals' action noise, not stored in replay
             self.set_params(self._theta)
-            return self._evaluate_with(job, noise=0.0, random_actions=False)
+            return self._evaluate_with(job, noise=self.config.action_noise, random_actions=False)
         raise TypeError(f"{type(self).__name__} cannot run a {type(job).__name__}")
 
     def _evaluate_with(self, job: Job, noise: float, random_actions: bool) -> ERLResult:

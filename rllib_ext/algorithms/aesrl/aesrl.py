@@ -10,7 +10,8 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
    aesrl_learner.p_rl`), once ``rl_start_steps`` env steps are done and the critic has been
    trained, it is an RL individual: the runner first trains it against the current critic
    weights (TD3 actor loss, lines 13–17); else an ES individual (line 20). Either way it is
-   evaluated with action noise a_noise, filling the replay actor (line 23, Algorithm 2).
+   evaluated with action noise a_noise (``action_noise``, default 0 as the reference runs it),
+   filling the replay actor (line 23, Algorithm 2).
 2. The shared critic trains continuously in the critic worker (line 3): one ``train`` call of
    ``critic_steps_per_call`` steps is always in flight, with μ as the TD3 target actor (the
    reference code's choice), as long as critic steps ≤ ``critic_steps_per_env_step`` × env steps
@@ -39,7 +40,8 @@ from ``initial_steps`` on).
 say how to get. ``mean_fitness``:
 
 - ``"reevaluate"`` (default, the reference code): after each individual, μ (as it is then) is
-  evaluated for ``mean_eval_episodes`` (5) noise-free episodes on a runner, and the individual is
+  evaluated for ``mean_eval_episodes`` (5) episodes on a runner, under the same ``action_noise``
+  as the individuals (both noise-free by default, as in the reference), and the individual is
   told once they finish. Accurate, but costs 5 episodes per individual; these episodes are counted
   under ``blackbox/mean_eval_env_steps_lifetime`` only, not in RLlib's sampled env steps, which
   are the paper's step budget (the individuals' steps, also ``blackbox/individual_steps_lifetime``,

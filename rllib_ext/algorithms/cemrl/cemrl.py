@@ -10,7 +10,8 @@ implementations are apourchot/CEM-RL and the P-CEM-RL of KyunghyunLee/aes-rl. On
    rl_population) steps with that individual as the TD3 target actor, then the individual is
    trained against the critic for ``rl_actor_steps`` (``"auto"``: last generation's steps) TD3
    actor steps with a fresh Adam — CEM-RL's schedule.
-3. Every individual is evaluated for one episode (action noise ``action_noise``, filling the
+3. Every individual is evaluated for one episode (action noise ``action_noise``, 0 as both
+   reference codes run it; paper 001 App. C.2's 0.1 is an option), filling the
    replay actor), and sep-CEM updates μ and σ² from the elites (Eq. 1; the variance in the
    reference codes' form (1/K_e)·Σλ_i(z_i − μ_t)² + ε by default, Eq. 2 as printed with
    ``cem_variance="eq2"``; :class:`~rllib_ext.common.population.SepCEM`).
