@@ -1,5 +1,5 @@
 """AESRL_EXT's driver bookkeeping without Ray: warm-up individuals (paper 001 Alg. 1 vs the aes-rl
-reference).
+reference) and the credit of a re-queued individual.
 
 The driver is an ``AESRL`` without RLlib's setup: the black-box pool runs over the scripted
 EnvRunnerGroup of ``tests/unit/common/blackbox/test_pool.py`` (Ray stubbed), and a real
@@ -116,3 +116,37 @@ def test_warmup_individuals_can_leave_the_population_alone(fake_ray, runner):
     algo.pool.pump()
     assert len(algo.pool.group.calls) == 1 and algo.pool.num_queued == 0  # no evaluation of μ was asked for
     assert algo.update_index == 0 and np.array_equal(algo.mu, mu0) and np.array_equal(algo.var, var0)
+
+
+def test_a_requeued_individual_is_credited_to_the_mu_it_was_built_from(fake_ray, runner):
+    """Review B1 on AES-RL: individual A is sent with (μ_0, σ²_0); B and C finish and move μ; A's runner
+    dies and A is re-sent to a runner that already holds μ_2. It must rebuild A from μ_0 — the z the
+    driver tells — not from the newest μ (the bug: a re-sent call took the payload published last)."""
+    algo = make_driver(runner, initial_steps=0, mean_rule="one_plus_one", mean_fitness="interpolate")
+    algo.population.f_mu = -1e9  # (1+1)-ES, Eq. (5): a better individual becomes μ (p = 1)
+    group = algo.pool.group
+    algo._submit_individual()  # A, version 0
+    algo._submit_individual()  # B, version 0
+    algo.pool.pump()
+    (rid_a, call_a, _), (rid_b, _, _) = group.calls
+    job_a = call_a.jobs[0]
+    z_a = algo._pending[job_a.id]["z"]  # the z the driver will tell for A
+    run_call(group, 1, runner, ret=0.0)  # B finishes: μ_1 = z_B
+    handle(algo, algo.pool.poll(timeout_s=0))
+    algo._submit_individual()  # C, version 1, on B's runner
+    algo.pool.pump()
+    run_call(group, 2, runner, ret=1.0)  # C finishes: μ_2 = z_C; that runner now holds version 1
+    handle(algo, algo.pool.poll(timeout_s=0))
+    assert algo.update_index == 2 and runner.version == 1
+    mu2, var2 = algo.mu.copy(), algo.var.copy()
+    group.healthy = [rid_b]  # A's runner dies with A in flight
+    algo.pool.pump()
+    resent = [i for i, (rid, call, _) in enumerate(group.calls) if call.jobs[0].id == job_a.id and rid == rid_b]
+    assert len(resent) == 1 and algo.pool.num_calls_lost == 1
+    call = run_call(group, resent[0], runner, ret=2.0)
+    assert call.version == 0 and runner.version == 0
+    assert np.array_equal(runner._params, z_a)  # the runner evaluated z_A, built from μ_0, σ²_0 ...
+    assert not np.allclose(gaussian_individual(mu2, var2, job_a.seed), z_a)  # ... not from the newest μ
+    handle(algo, algo.pool.poll(timeout_s=0))
+    assert algo.pool.num_credit_mismatches == 0
+    assert algo.update_index == 3 and np.array_equal(algo.mu, z_a)  # μ_3 = the z that was evaluated
