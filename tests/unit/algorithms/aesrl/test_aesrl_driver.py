@@ -19,7 +19,7 @@ from rllib_ext.common.blackbox import env_runner as blackbox_env_runner
 from rllib_ext.common.blackbox import pool as async_pool
 from rllib_ext.common.blackbox.pool import AsyncJobPool
 from rllib_ext.common.blackbox.protocol import EvaluationJob
-from rllib_ext.common.erl import ERLEnvRunner
+from rllib_ext.common.erl.env_runner import ERLEnvRunner
 from rllib_ext.common.population import gaussian_individual
 from tests.builders import small_aesrl_config
 from tests.unit.common.blackbox.test_pool import FakeGroup, FakeRayError, fake_get, fake_wait

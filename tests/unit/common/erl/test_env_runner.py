@@ -1,4 +1,4 @@
-"""The ERL env runner (common/erl.py) in this process, without Ray: f(z) and f(μ) are measured alike."""
+"""The ERL env runner (common/erl/env_runner.py) in this process, without Ray: f(z) and f(μ) are measured alike."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob
-from rllib_ext.common.erl import ERLConfig, ERLEnvRunner, ERLPayload
+from rllib_ext.common.erl.config import ERLConfig
+from rllib_ext.common.erl.env_runner import ERLEnvRunner
+from rllib_ext.common.erl.protocol import ERLPayload
 from tests.builders import small_aesrl_config
 
 
