@@ -13,6 +13,28 @@ from rllib_ext.common.td3 import TD3Updater, make_actor, soft_update
 from rllib_ext.common.transitions import writable
 
 
+def make_td3_updater(obs_dim: int, action_space, settings: dict[str, Any], *, actor, seed=None) -> TD3Updater:
+    """The family's TD3 trainer from ``ERLConfig.td3_settings``, around a given actor (critic worker: μ;
+    env runner: the RL individual, i.e. its module's policy)."""
+    s = settings
+    return TD3Updater(
+        obs_dim,
+        action_space,
+        hiddens=tuple(s["critic_hiddens"]),
+        actor_lr=s["actor_lr"],
+        critic_lr=s["critic_lr"],
+        gamma=s["gamma"],
+        tau=s["tau"],
+        policy_noise=s["policy_noise"],
+        noise_clip=s["noise_clip"],
+        policy_delay=s["policy_delay"],
+        seed=seed,
+        optimizer=s["optimizer"],
+        optimizer_kwargs=s["optimizer_kwargs"],
+        actor=actor,
+    )
+
+
 class CriticWorker:
     """The shared TD3 critic in its own process (paper 001 Fig. 2b, Algorithm 1 line 3).
 
@@ -31,22 +53,7 @@ class CriticWorker:
             if seed is not None:
                 torch.manual_seed(int(seed))
             actor = make_actor(obs_dim, action_space, tuple(s["policy_hiddens"]))
-        self.updater = TD3Updater(
-            obs_dim,
-            action_space,
-            hiddens=tuple(s["critic_hiddens"]),
-            actor_lr=s["actor_lr"],
-            critic_lr=s["critic_lr"],
-            gamma=s["gamma"],
-            tau=s["tau"],
-            policy_noise=s["policy_noise"],
-            noise_clip=s["noise_clip"],
-            policy_delay=s["policy_delay"],
-            seed=seed,
-            optimizer=s["optimizer"],
-            optimizer_kwargs=s["optimizer_kwargs"],
-            actor=actor,
-        )
+        self.updater = make_td3_updater(obs_dim, action_space, s, actor=actor, seed=seed)
 
     def set_replay(self, replay) -> None:
         self.replay = replay

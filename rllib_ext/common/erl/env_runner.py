@@ -11,6 +11,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BlackBoxEnvRunner
 from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob, Job
+from rllib_ext.common.erl.critic_worker import make_td3_updater
 from rllib_ext.common.erl.protocol import ERLPayload, ERLResult
 from rllib_ext.common.population import gaussian_individual
 from rllib_ext.common.td3 import TD3Updater
@@ -54,20 +55,10 @@ class ERLEnvRunner(BlackBoxEnvRunner):
     def _td3(self) -> TD3Updater:
         """The TD3 actor trainer of RL individuals; its actor is the module's policy itself."""
         if self._updater is None:
-            s = self.config.td3_settings
-            self._updater = TD3Updater(
+            self._updater = make_td3_updater(
                 int(self.env.observation_space.shape[0]),
                 self.env.action_space,
-                hiddens=tuple(s["critic_hiddens"]),
-                actor_lr=s["actor_lr"],
-                critic_lr=s["critic_lr"],
-                gamma=s["gamma"],
-                tau=s["tau"],
-                policy_noise=s["policy_noise"],
-                noise_clip=s["noise_clip"],
-                policy_delay=s["policy_delay"],
-                optimizer=s["optimizer"],
-                optimizer_kwargs=s["optimizer_kwargs"],
+                self.config.td3_settings,
                 actor=self.module.policy,
             )
         return self._updater
