@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import ray
 
-__all__ = ["ReplayActor", "TransitionBuffer"]
+__all__ = ["ReplayActor", "TransitionBuffer", "writable"]
 
 #: The stored fields, in :meth:`TransitionBuffer.add`'s argument order.
 FIELDS = ("obs", "actions", "rewards", "next_obs", "terminateds")
@@ -151,6 +151,12 @@ class TransitionBuffer:
 
 #: :class:`TransitionBuffer` as a Ray actor taking no CPU of its own.
 ReplayActor = ray.remote(num_cpus=0)(TransitionBuffer)
+
+
+def writable(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Writable copies of a sample fetched from the replay actor (object-store arrays are
+    read-only, and torch warns when wrapping them)."""
+    return {k: np.array(v) for k, v in data.items()}
 
 
 def _is_int(x) -> bool:

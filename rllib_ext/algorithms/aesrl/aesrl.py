@@ -10,7 +10,8 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
    aesrl_learner.p_rl`), once ``rl_start_steps`` env steps are done and the critic has been
    trained, it is an RL individual: the runner first trains it against the current critic
    weights (TD3 actor loss, lines 13–17); else an ES individual (line 20). Either way it is
-   evaluated with action noise a_noise, filling the replay actor (line 23, Algorithm 2).
+   evaluated with action noise a_noise (``action_noise``, default 0 as the reference runs it),
+   filling the replay actor (line 23, Algorithm 2).
 2. The shared critic trains continuously in the critic worker (line 3): one ``train`` call of
    ``critic_steps_per_call`` steps is always in flight, with μ as the TD3 target actor (the
    reference code's choice), as long as critic steps ≤ ``critic_steps_per_env_step`` × env steps
@@ -25,11 +26,22 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
    chosen mean and variance rules (§3.3–3.4, :class:`~rllib_ext.algorithms.aesrl.aesrl_learner.
    AsyncPopulation`), its steps are counted, and μ, σ² (update u + 1) are published.
 
+**Warm-up individuals.** Until ``initial_steps`` env steps, individuals act uniformly at random
+(they fill the replay for the critic). The reference (aes-rl ``algorithm/aesrl.py``, the ES
+branch and the ``eval_type`` handling) samples them from N(μ, σ²) like any individual, evaluates
+μ ``num_evals`` = 5 times after each, and tells the population — so they move μ and σ² although
+their return does not depend on z, and each costs 5 μ episodes. That is the default
+(``warmup_updates_population=True``); ``False`` counts their steps and keeps their transitions but
+neither tells them nor evaluates μ for them (counted under ``blackbox/warmup_individuals_lifetime``
+either way). Neither counts towards Eq. (3)'s n_rl/n_es (the reference counts ES individuals only
+from ``initial_steps`` on).
+
 **f(μ).** The fitness-based rules need the fitness of the current mean, which the paper does not
 say how to get. ``mean_fitness``:
 
 - ``"reevaluate"`` (default, the reference code): after each individual, μ (as it is then) is
-  evaluated for ``mean_eval_episodes`` (5) noise-free episodes on a runner, and the individual is
+  evaluated for ``mean_eval_episodes`` (5) episodes on a runner, under the same ``action_noise``
+  as the individuals (both noise-free by default, as in the reference), and the individual is
   told once they finish. Accurate, but costs 5 episodes per individual; these episodes are counted
   under ``blackbox/mean_eval_env_steps_lifetime`` only, not in RLlib's sampled env steps, which
   are the paper's step budget (the individuals' steps, also ``blackbox/individual_steps_lifetime``,
@@ -40,7 +52,8 @@ say how to get. ``mean_fitness``:
   re-evaluated to re-anchor it.
 
 Metrics (``blackbox/``): ``p_rl``, ``n_rl_lifetime``, ``n_es_lifetime``, ``p_mean`` (mean
-update ratio), ``p_rl_individuals`` / ``p_es_individuals`` (mean p by kind, App. G),
+update ratio), ``mean_rule_scale`` (the r or f_b the last update used: Table 5's, the setting, or
+the adaptive scale), ``p_rl_individuals`` / ``p_es_individuals`` (mean p by kind, App. G),
 ``sigma_mean``/``sigma_max``, ``f_mu``, ``critic_updates_per_s``, ``worker_utilization``,
 ``replay_size``, plus RLlib's episode-return keys over the individuals.
 """
@@ -49,6 +62,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import re
 import time
 from typing import Any
 
@@ -57,7 +71,13 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.aesrl.aesrl_learner import MEAN_RULES, VARIANCE_RULES, AsyncPopulation, p_rl
+from rllib_ext.algorithms.aesrl.aesrl_learner import (
+    ADAPTIVE,
+    MEAN_RULES,
+    VARIANCE_RULES,
+    AsyncPopulation,
+    p_rl,
+)
 from rllib_ext.common.blackbox import BLACKBOX
 from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob
 from rllib_ext.common.erl import ERLAlgorithm, ERLConfig, ERLResult
@@ -67,18 +87,21 @@ logger = logging.getLogger(__name__)
 MEAN_FITNESS = ("reevaluate", "interpolate")
 # Paper 001 Table 5: the range r (fixed-range rules) and the baseline magnitude |f_b| (baseline
 # rules: +|f_b| relative, −|f_b| absolute) per task, "about 1/6 of the maximum reward" (App. C).
-# Keys match the env id's prefix (HalfCheetah-v2 in the paper, -v5 here).
+# Keys are task names, matched exactly against the env id without namespace and version
+# (HalfCheetah-v2 in the paper, -v5 here; HumanoidStandup is not Humanoid).
 TABLE_5 = {"HalfCheetah": 2000.0, "Hopper": 600.0, "Walker2d": 860.0, "Ant": 960.0, "Swimmer": 48.0, "Humanoid": 960.0}
 # App. C: p_desired 0.5 for every task but Swimmer (0.1: RL gradients are deceptive there).
 P_DESIRED = {"Swimmer": 0.1}
+SCALE_SETTINGS = ("auto", ADAPTIVE)
 
 
-def _table_lookup(table, env, default=None):
-    name = env if isinstance(env, str) else ""
-    for prefix, value in table.items():
-        if name.split("/")[-1].startswith(prefix):
-            return value
-    return default
+def task_name(env) -> str:
+    """The task of an env id: ``"gymnasium/HalfCheetah-v5"`` → ``"HalfCheetah"`` ("" if not a string)."""
+    if not isinstance(env, str):
+        return ""
+    name = env.split("/")[-1]
+    versioned = re.fullmatch(r"(.+)-v\d+", name)
+    return versioned.group(1) if versioned else name
 
 
 class AESRLConfig(ERLConfig):
@@ -90,10 +113,16 @@ class AESRLConfig(ERLConfig):
         variance_rule: ``success_rule`` | ``online_fixed`` | ``online_adaptive`` (default) |
             ``elite`` (with ``rank`` only; §3.4).
         fixed_range: r (Eq. 6, 8); ``"auto"`` (default): Table 5's value for the env
-            (:data:`TABLE_5`, HalfCheetah 2000 … Swimmer 48); other envs must set it ("about 1/6
-            of the maximum reward", App. C).
+            (:data:`TABLE_5`, HalfCheetah 2000 … Swimmer 48, exact task name), else
+            ``"adaptive"``: derived from recent fitness differences (``aesrl_learner`` docstring);
+            or a number ("about 1/6 of the maximum reward", App. C).
         fitness_baseline: f_b (Eq. 9, 10); ``"auto"``: Table 5's, +r for ``baseline_relative``
-            and −r for ``baseline_absolute``.
+            and −r for ``baseline_absolute``, else ``"adaptive"`` (``baseline_relative``; the
+            absolute rule needs a number on envs without a Table 5 entry); or a number.
+        adaptive_scale_window, adaptive_scale_factor: the adaptive scale s = factor × mean
+            |f(z) − f(μ)| over the last ``window`` individuals (20, 1.0).
+        warmup_updates_population: whether random-action (warm-up) individuals update μ, σ²
+            (True, the reference; module docstring).
         p_positive, p_negative: p_sg (Eq. 7; App. C: p_negative 0).
         online_n: n of ``online_fixed``; rank_population: n of ``rank``.
         success_window, success_threshold (1/5), success_factor: the 1/5 rule.
@@ -111,6 +140,9 @@ class AESRLConfig(ERLConfig):
         self.variance_rule = "online_adaptive"
         self.fixed_range = "auto"
         self.fitness_baseline = "auto"
+        self.adaptive_scale_window = 20
+        self.adaptive_scale_factor = 1.0
+        self.warmup_updates_population = True
         self.p_positive = 1.0
         self.p_negative = 0.0
         self.online_n = 10.0
@@ -135,6 +167,9 @@ class AESRLConfig(ERLConfig):
         variance_rule=NotProvided,
         fixed_range=NotProvided,
         fitness_baseline=NotProvided,
+        adaptive_scale_window=NotProvided,
+        adaptive_scale_factor=NotProvided,
+        warmup_updates_population=NotProvided,
         p_positive=NotProvided,
         p_negative=NotProvided,
         online_n=NotProvided,
@@ -158,6 +193,9 @@ class AESRLConfig(ERLConfig):
             variance_rule=variance_rule,
             fixed_range=fixed_range,
             fitness_baseline=fitness_baseline,
+            adaptive_scale_window=adaptive_scale_window,
+            adaptive_scale_factor=adaptive_scale_factor,
+            warmup_updates_population=warmup_updates_population,
             p_positive=p_positive,
             p_negative=p_negative,
             online_n=online_n,
@@ -188,22 +226,19 @@ class AESRLConfig(ERLConfig):
                 self._value_error(f"unknown {name} {getattr(self, name)!r}; valid: {', '.join(valid)}")
         if self.variance_rule == "elite" and self.mean_rule != "rank":
             self._value_error("variance_rule 'elite' is the rank rule's own variance: use it with mean_rule 'rank'")
-        uses_range = self.mean_rule in ("fixed_linear", "fixed_sigmoid", "baseline_absolute", "baseline_relative")
-        if uses_range and (self.effective_fixed_range is None or self.effective_fitness_baseline is None):
+        self._validate_scale()
+        if not isinstance(self.warmup_updates_population, bool):
             self._value_error(
-                f"{self.env!r} has no Table 5 value: set fixed_range and fitness_baseline for the {self.mean_rule} "
-                f"rule (paper 001 App. C: about 1/6 of the maximum return)"
+                f"warmup_updates_population must be True or False, got {self.warmup_updates_population!r}"
             )
         for name, v in (
-            ("fixed_range", self.effective_fixed_range),
             ("online_n", self.online_n),
             ("success_factor", self.success_factor),
             ("k_rl", self.k_rl),
             ("critic_steps_per_env_step", self.critic_steps_per_env_step),
+            ("adaptive_scale_factor", self.adaptive_scale_factor),
         ):
-            if v is None and name == "fixed_range":
-                continue
-            if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v > 0):
                 self._value_error(f"{name} must be a finite number > 0, got {v!r}")
         floor = self.critic_min_steps_per_env_step
         if not (isinstance(floor, (int, float)) and 0 <= floor <= self.critic_steps_per_env_step):
@@ -213,11 +248,6 @@ class AESRLConfig(ERLConfig):
             )
         if not 0 < self.success_factor <= 1:
             self._value_error(f"success_factor must be in (0, 1], got {self.success_factor!r}")
-        fb = self.effective_fitness_baseline
-        if fb is not None and not (isinstance(fb, (int, float)) and np.isfinite(fb)):
-            self._value_error(f"fitness_baseline must be a finite number or 'auto', got {self.fitness_baseline!r}")
-        if self.mean_rule == "baseline_relative" and fb is not None and fb <= 0:
-            self._value_error(f"fitness_baseline (f_b) must be > 0 for baseline_relative (Eq. 10), got {fb!r}")
         for name, v in (
             ("p_positive", self.p_positive),
             ("p_negative", self.p_negative),
@@ -226,7 +256,13 @@ class AESRLConfig(ERLConfig):
         ):
             if not (isinstance(v, (int, float)) and 0 <= v <= 1):
                 self._value_error(f"{name} must be in [0, 1], got {v!r}")
-        for name in ("rank_population", "success_window", "mean_eval_episodes", "critic_steps_per_call"):
+        for name in (
+            "rank_population",
+            "success_window",
+            "mean_eval_episodes",
+            "critic_steps_per_call",
+            "adaptive_scale_window",
+        ):
             v = getattr(self, name)
             if not (isinstance(v, int) and v >= 1):
                 self._value_error(f"{name} must be an integer >= 1, got {v!r}")
@@ -235,22 +271,52 @@ class AESRLConfig(ERLConfig):
         if self.mean_rule == "rank" and self.rank_population < 2:
             self._value_error("rank_population must be >= 2 for the rank rule")
 
-    @property
-    def effective_fixed_range(self):
-        """r: the setting, or Table 5's value for the env (None if it has none)."""
-        return _table_lookup(TABLE_5, self.env) if self.fixed_range == "auto" else self.fixed_range
+    def _validate_scale(self) -> None:
+        """fixed_range / fitness_baseline: "auto", "adaptive" or a number, as the mean rule needs."""
+
+        def number(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
+
+        for name in ("fixed_range", "fitness_baseline"):
+            v = getattr(self, name)
+            if not (v in SCALE_SETTINGS or number(v)):
+                self._value_error(f"{name} must be 'auto', 'adaptive' or a finite number, got {v!r}")
+        r, fb = self.effective_fixed_range, self.effective_fitness_baseline
+        if r != ADAPTIVE and r <= 0:
+            self._value_error(f"fixed_range (r) must be > 0 (Eq. 6, 8), got {r!r}")
+        if self.mean_rule == "baseline_relative" and fb != ADAPTIVE and fb <= 0:
+            self._value_error(f"fitness_baseline (f_b) must be > 0 for baseline_relative (Eq. 10), got {fb!r}")
+        if self.mean_rule == "baseline_absolute" and fb == ADAPTIVE:
+            why = (
+                "is 'adaptive'"
+                if self.fitness_baseline == ADAPTIVE
+                else f"is 'auto' and {self.env!r} has no Table 5 value"
+            )
+            self._value_error(
+                f"fitness_baseline {why}: the absolute baseline (Eq. 9) is a return level and has no adaptive "
+                f"form; set fitness_baseline to a number (Table 5 uses about −1/6 of the maximum return)"
+            )
 
     @property
-    def effective_fitness_baseline(self):
-        """f_b: the setting, or Table 5's (+r relative, −r absolute; None if the env has none)."""
+    def effective_fixed_range(self) -> float | str:
+        """r: the setting, Table 5's value for the env, or ``"adaptive"`` (no Table 5 entry)."""
+        if self.fixed_range == "auto":
+            return TABLE_5.get(task_name(self.env), ADAPTIVE)
+        return self.fixed_range
+
+    @property
+    def effective_fitness_baseline(self) -> float | str:
+        """f_b: the setting, Table 5's (+r relative, −r absolute), or ``"adaptive"`` (no Table 5 entry)."""
         if self.fitness_baseline != "auto":
             return self.fitness_baseline
-        r = _table_lookup(TABLE_5, self.env)
-        return None if r is None else (-r if self.mean_rule == "baseline_absolute" else r)
+        r = TABLE_5.get(task_name(self.env))
+        if r is None:
+            return ADAPTIVE
+        return -r if self.mean_rule == "baseline_absolute" else r
 
     @property
     def effective_p_desired(self) -> float:
-        return _table_lookup(P_DESIRED, self.env, 0.5) if self.p_desired == "auto" else self.p_desired
+        return P_DESIRED.get(task_name(self.env), 0.5) if self.p_desired == "auto" else self.p_desired
 
     def make_population(self, mu: np.ndarray) -> AsyncPopulation:
         return AsyncPopulation(
@@ -258,8 +324,10 @@ class AESRLConfig(ERLConfig):
             sigma_init=self.sigma_init,
             mean_rule=self.mean_rule,
             variance_rule=self.variance_rule,
-            fixed_range=self.effective_fixed_range or 1.0,
-            fitness_baseline=self.effective_fitness_baseline or 1.0,
+            fixed_range=self.effective_fixed_range,  # f_b = 0 is a valid absolute baseline: no `or` here
+            fitness_baseline=self.effective_fitness_baseline,
+            scale_window=self.adaptive_scale_window,
+            scale_factor=self.adaptive_scale_factor,
             p_positive=self.p_positive,
             p_negative=self.p_negative,
             online_n=self.online_n,
@@ -268,6 +336,7 @@ class AESRLConfig(ERLConfig):
             success_threshold=self.success_threshold,
             success_factor=self.success_factor,
             var_limit=self.var_limit,
+            cem_variance=self.cem_variance,
         )
 
 
@@ -282,18 +351,24 @@ class AESRL(ERLAlgorithm):
     @override(ERLAlgorithm)
     def setup(self, config):
         super().setup(config)
+        self.init_population()
+        if self.population.needs_f_mu and self.config.mean_fitness == "interpolate":
+            self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
+
+    def init_population(self) -> None:
+        """The population N(μ, σ²) and the driver's bookkeeping of individuals (after the ERL setup)."""
         self.population = self.config.make_population(self.mu)
         self.population.var = self.var
-        self.counters.update({"mean_eval_env_steps": 0, "individuals_failed": 0, "critic_wait_s": 0.0})
-        self._pending: dict[int, dict[str, Any]] = {}  # job id -> {"z", "rl"}: individuals in flight
+        self.counters.update(
+            {"mean_eval_env_steps": 0, "individuals_failed": 0, "critic_wait_s": 0.0, "warmup_individuals": 0}
+        )
+        self._pending: dict[int, dict[str, Any]] = {}  # job id -> {"z", "rl", "warmup"}: individuals in flight
         self._awaiting_mean: dict[int, dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
         self._untold: list[dict[str, Any]] = []  # finished individuals waiting for the first f(μ)
         self._last_steps = collections.deque(maxlen=10)
         self._critic_call = None
         self._p_by_kind = {"rl": [], "es": []}
         self._rng = np.random.default_rng(None if self.config.seed is None else int(self.config.seed) + 99)
-        if self.population.needs_f_mu and self.config.mean_fitness == "interpolate":
-            self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
 
     # -- submitting ------------------------------------------------------------------------
     def _submit_mean(self, individual: dict[str, Any] = None) -> None:
@@ -323,7 +398,7 @@ class AESRL(ERLAlgorithm):
             critic_ref=[self.critic_ref] if rl else None,
         )
         # z is drawn from the μ, σ² of the version this job is submitted (and run) with.
-        self._pending[job.id] = {"z": self.population.sample(seed), "rl": rl}
+        self._pending[job.id] = {"z": self.population.sample(seed), "rl": rl, "warmup": job.random_actions}
         self.pool.submit([job])
 
     def _pump_critic(self) -> None:
@@ -363,6 +438,8 @@ class AESRL(ERLAlgorithm):
         self._p_by_kind["rl" if individual["rl"] else "es"].append(p)
         m = self.metrics
         m.log_value((BLACKBOX, "p_mean"), p, reduce="mean", window=50)
+        if pop.last_scale is not None:  # the r or f_b this update used (Table 5's, the setting's, adaptive)
+            m.log_value((BLACKBOX, "mean_rule_scale"), pop.last_scale, reduce="mean", window=1)
         interval = self.config.mean_eval_interval
         if self.config.mean_fitness == "interpolate" and interval and self.update_index % interval == 0:
             self._submit_mean()
@@ -383,6 +460,10 @@ class AESRL(ERLAlgorithm):
             self.counters["individuals_failed"] += 1  # e.g. an RL individual trained on a diverged critic
             logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r.id)
             return
+        if info.get("warmup"):
+            self.counters["warmup_individuals"] += 1
+            if not self.config.warmup_updates_population:
+                return  # random actions: f(z) says nothing about z; its steps and transitions are kept
         pop = self.population
         if not pop.needs_f_mu:
             self._tell(individual)
@@ -460,6 +541,9 @@ class AESRL(ERLAlgorithm):
             (BLACKBOX, "individuals_failed_lifetime"), self.counters["individuals_failed"], reduce="max", window=1
         )
         m.log_value((BLACKBOX, "critic_wait_s_lifetime"), self.counters["critic_wait_s"], reduce="max", window=1)
+        m.log_value(
+            (BLACKBOX, "warmup_individuals_lifetime"), self.counters["warmup_individuals"], reduce="max", window=1
+        )
         for kind, ps in self._p_by_kind.items():
             if ps:
                 m.log_value((BLACKBOX, f"p_{kind}_individuals"), float(np.mean(ps)), reduce="mean", window=1)

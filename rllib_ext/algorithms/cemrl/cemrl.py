@@ -10,9 +10,11 @@ implementations are apourchot/CEM-RL and the P-CEM-RL of KyunghyunLee/aes-rl. On
    rl_population) steps with that individual as the TD3 target actor, then the individual is
    trained against the critic for ``rl_actor_steps`` (``"auto"``: last generation's steps) TD3
    actor steps with a fresh Adam — CEM-RL's schedule.
-3. Every individual is evaluated for one episode (action noise ``action_noise``, filling the
-   replay actor), and sep-CEM updates μ and σ² from the elites (Eq. 1–2,
-   :class:`~rllib_ext.common.population.SepCEM`).
+3. Every individual is evaluated for one episode (action noise ``action_noise``, 0 as both
+   reference codes run it; paper 001 App. C.2's 0.1 is an option), filling the
+   replay actor), and sep-CEM updates μ and σ² from the elites (Eq. 1; the variance in the
+   reference codes' form (1/K_e)·Σλ_i(z_i − μ_t)² + ε by default, Eq. 2 as printed with
+   ``cem_variance="eq2"``; :class:`~rllib_ext.common.population.SepCEM`).
 
 ``mode``:
 
@@ -21,6 +23,12 @@ implementations are apourchot/CEM-RL and the P-CEM-RL of KyunghyunLee/aes-rl. On
 - ``"parallel"`` (P-CEM-RL): the critic steps of all RL individuals first (they are sequential
   by nature), then all individuals are trained/evaluated at once across the runners, and the
   generation waits for the slowest — the idle time AES-RL removes.
+
+**Warm-up generations.** Until ``initial_steps`` env steps, individuals act uniformly at random
+and sep-CEM is still told about them, as aes-rl's CEM-RL and P-CEM-RL do (``algorithm/cemrl.py``:
+``random_action=True`` while ``total_steps <= initial_steps``, then ``population.tell``).
+apourchot's CEM-RL never acts at random (``es_grad.py``: ``start_steps`` only delays the RL
+actors): that is ``initial_steps=0`` with ``rl_start_steps=10000``.
 
 A failed episode (the env raised or returned NaN) is re-run (up to ``max_retries`` times), then
 the individual gets fitness −inf; both are counted.
@@ -52,7 +60,8 @@ class CEMRLConfig(ERLConfig):
         mode: ``"serial"`` (CEM-RL) or ``"parallel"`` (P-CEM-RL).
         population_size: Individuals per generation (10); rl_population: RL ones (5).
         num_elites: K_e (None: half the population); cem_weights: ``"log"`` | ``"equal"``.
-        damp_init, damp_limit, damp_tau: ε's schedule (1e-3, 1e-5, 0.95).
+        damp_init, damp_limit, damp_tau: ε's schedule ε ← τ·ε + (1 − τ)·ε_limit per generation
+            (1e-3, 1e-5, 0.95: apourchot ``ES.py`` ``sepCEM``; aes-rl's CEM-RL decays with 0.90).
         antithetic: ± pairs (True).
         max_retries: Re-runs of an individual whose episode failed.
     """
@@ -151,6 +160,7 @@ class CEMRL(ERLAlgorithm):
             damp_limit=cfg.damp_limit,
             damp_tau=cfg.damp_tau,
             antithetic=cfg.antithetic,
+            variance=cfg.cem_variance,
         )
         self.prev_generation_steps = 0
         self.counters.update({"individuals_failed": 0, "individual_retries": 0})
@@ -228,7 +238,7 @@ class CEMRL(ERLAlgorithm):
                 params, r.ret = None, float("-inf")
             evaluated.append(params if params is not None else z)
             fitness.append(r.ret if np.isfinite(r.ret) else float("-inf"))
-        self.cem.tell(np.stack(evaluated), np.asarray(fitness))  # Eq. (1)-(2)
+        self.cem.tell(np.stack(evaluated), np.asarray(fitness))  # Eq. (1) and the variance (cem_variance)
         self.mu, self.var = self.cem.mu, self.cem.var
         self.check_finite_population()
         self.update_index += 1

@@ -110,3 +110,16 @@ def test_aesrl_critic_floor_holds_individuals_until_the_critic_catches_up(ray_se
         assert result["blackbox"]["critic_wait_s_lifetime"] > 0
     finally:
         algo.stop()
+
+
+def test_aesrl_trains_with_default_scale_on_an_env_without_table_5(ray_session):
+    """Pendulum has no Table 5 row: the default rule runs on the adaptive scale and logs the value used."""
+    algo = small_aesrl_config(fixed_range="auto", fitness_baseline="auto").build_algo()
+    try:
+        result = train_until(algo, lambda r: algo.update_index >= 3)
+        scale = result["blackbox"]["mean_rule_scale"]
+        assert np.isfinite(scale) and scale > 0
+        assert scale == algo.population.last_scale  # the value the last update used (window 1)
+        assert np.isfinite(algo.mu).all()
+    finally:
+        algo.stop()

@@ -1,4 +1,4 @@
-"""The ERL env runner's job protocol (common/erl.py) with a replay actor."""
+"""The ERL env runner's job protocol (common/erl/env_runner.py) with a replay actor."""
 
 import numpy as np
 import ray
@@ -9,7 +9,8 @@ from tests.builders import small_aesrl_config
 
 def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     from rllib_ext.common.blackbox import Call, EvaluationJob, IndividualJob
-    from rllib_ext.common.erl import ERLEnvRunner, ERLPayload
+    from rllib_ext.common.erl.env_runner import ERLEnvRunner
+    from rllib_ext.common.erl.protocol import ERLPayload
     from rllib_ext.common.transitions import ReplayActor
 
     cfg = small_aesrl_config()

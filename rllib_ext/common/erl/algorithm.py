@@ -1,0 +1,203 @@
+"""ERLAlgorithm: the driver base of AESRL_EXT and CEMRL_EXT (replay actor, critic worker, publishing μ)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import ray
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm
+from rllib_ext.common.erl.critic_worker import CriticWorker
+from rllib_ext.common.erl.protocol import ERLPayload
+from rllib_ext.common.transitions import ReplayActor
+
+logger = logging.getLogger(__name__)
+
+
+class ERLAlgorithm(BlackBoxAlgorithm):
+    """Driver base of AESRL_EXT and CEMRL_EXT: replay actor, critic worker, μ publishing.
+
+    Subclasses hold the population (``self.mu``, ``self.var``) and implement ``training_step``.
+    A lost critic worker or replay actor is re-created (logged and counted under
+    ``blackbox/critic_worker_restarts_lifetime`` / ``replay_actor_restarts_lifetime``): the
+    critic from its last weights (its optimizer state is lost), the replay empty.
+    """
+
+    @override(BlackBoxAlgorithm)
+    def setup(self, config):
+        self.mu = self.var = None
+        super().setup(config)
+        obs_space, act_space = self.spaces[DEFAULT_MODULE_ID]
+        self._obs_dim, self._act_space = int(obs_space.shape[0]), act_space
+        self.mu = self.theta.copy()
+        self.var = np.full_like(self.mu, float(self.config.sigma_init))
+        self.counters.update(
+            {
+                "individual_steps": 0,
+                "critic_steps": 0,
+                "critic_worker_restarts": 0,
+                "replay_actor_restarts": 0,
+                "n_rl": 0,
+                "n_es": 0,
+            }
+        )
+        self._last_critic: dict[str, np.ndarray] | None = None
+        self.critic_ref: ray.ObjectRef | None = None  # latest critic weights (object store)
+        self._make_replay()
+        self._make_critic()
+        self.publish()
+
+    def _make_replay(self) -> None:
+        seed = None if self.config.seed is None else int(self.config.seed) + 17
+        self.replay = ReplayActor.remote(
+            int(self.config.replay_capacity), self._obs_dim, int(self._act_space.shape[0]), seed
+        )
+
+    def _make_critic(self) -> None:
+        remote = ray.remote(num_cpus=self.config.critic_num_cpus)(CriticWorker)
+        self.critic = remote.remote(
+            self._obs_dim, self._act_space, self.config.td3_settings, self.replay, self.config.seed
+        )
+        if self._last_critic is not None:
+            weights = self._last_critic
+            ray.get(self.critic.set_state.remote({"critic": weights, "critic_target": weights}))
+
+    def recover_actor(self, which: str, error: Exception) -> None:
+        """Re-creates a lost replay actor or critic worker (logged, counted)."""
+        logger.warning("rllib_ext: the %s died (%s); re-creating it", which, error)
+        if which == "replay actor":
+            self.counters["replay_actor_restarts"] += 1
+            self._make_replay()
+            try:
+                ray.get(self.critic.set_replay.remote(self.replay))
+            except ray.exceptions.RayError:
+                self.recover_actor("critic worker", error)
+            self.publish()
+        else:
+            self.counters["critic_worker_restarts"] += 1
+            self._make_critic()
+
+    def critic_result(self, ref: ray.ObjectRef) -> dict[str, Any] | None:
+        """The result of a critic ``train`` call, or None (and recovery) if an actor died."""
+        try:
+            out = ray.get(ref)
+        except ray.exceptions.RayActorError as e:
+            alive = self._replay_alive()
+            self.recover_actor("critic worker" if alive else "replay actor", e)
+            return None
+        except ray.exceptions.RayTaskError as e:
+            if self._replay_alive():
+                raise  # a real error in the critic's code: fail loudly
+            self.recover_actor("replay actor", e)  # it died under the critic's sample call
+            return None
+        if not out["steps"]:
+            return out  # the replay holds less than one minibatch: nothing trained
+        self._last_critic = out["critic"]
+        self.critic_ref = ray.put(out["critic"])
+        self.counters["critic_steps"] += int(out["steps"])
+        m = self.metrics
+        for key, value in out["stats"].items():
+            m.log_value((BLACKBOX, key), value, reduce="mean", window=20)
+        m.log_value(
+            (BLACKBOX, "critic_updates_per_s"), out["steps"] / max(out["train_s"], 1e-9), reduce="mean", window=20
+        )
+        return out
+
+    def _replay_alive(self) -> bool:
+        try:
+            ray.get(self.replay.size.remote(), timeout=10)
+            return True
+        except Exception:  # noqa: BLE001 - any failure means we cannot use it
+            return False
+
+    @override(BlackBoxAlgorithm)
+    def make_payload(self) -> ERLPayload:
+        """(μ, σ², replay handle) of update u."""
+        return ERLPayload(theta=self.mu, var=self.var, replay=self.replay)
+
+    @override(BlackBoxAlgorithm)
+    def publish(self) -> None:
+        """Publishes update u's population to the runners (not before setup has built μ and the replay)."""
+        if self.mu is None or not hasattr(self, "replay"):
+            return  # during BlackBoxAlgorithm.setup: published at the end of ours
+        self.theta = self.mu
+        super().publish()
+
+    def check_finite_population(self) -> None:
+        """Raises FloatingPointError if μ or σ² went non-finite (never published to runners)."""
+        if not (np.isfinite(self.mu).all() and np.isfinite(self.var).all()):
+            raise FloatingPointError(f"{type(self).__name__}: the population mean or variance became NaN/inf")
+
+    def sync_mu_to_learner(self) -> None:
+        """Writes μ into the learner's module, so RLlib's checkpoints and `rllib evaluate` use it."""
+        mu = self.mu
+        self._on_learner(lambda learner: learner._module[DEFAULT_MODULE_ID].set_flat(mu))
+
+    def free_slots(self) -> int:
+        return (
+            max(len(self.pool.healthy_runner_ids()), 0) * self.pool.jobs_in_flight
+            - self.pool.num_in_flight
+            - self.pool.num_queued
+        )
+
+    def log_common(self) -> None:
+        m = self.metrics
+        m.log_value((BLACKBOX, "sigma_mean"), float(np.sqrt(self.var).mean()), reduce="mean", window=1)
+        m.log_value((BLACKBOX, "sigma_max"), float(np.sqrt(self.var).max()), reduce="mean", window=1)
+        m.log_value((BLACKBOX, "mu_norm"), float(np.linalg.norm(self.mu)), reduce="mean", window=1)
+        for key in (
+            "individual_steps",
+            "critic_steps",
+            "critic_worker_restarts",
+            "replay_actor_restarts",
+            "n_rl",
+            "n_es",
+        ):
+            m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
+        try:
+            size = ray.get(self.replay.size.remote(), timeout=10)
+            m.log_value((BLACKBOX, "replay_size"), size, reduce="mean", window=1)
+        except Exception as e:  # noqa: BLE001
+            self.recover_actor("replay actor", e)
+
+    # -- checkpoints --------------------------------------------------------------------------
+    @override(BlackBoxAlgorithm)
+    def _extra_state(self) -> dict[str, Any]:
+        state = {"mu": self.mu.copy(), "var": self.var.copy(), "critic": ray.get(self.critic.get_state.remote())}
+        if self.config.checkpoint_replay:
+            state["replay"] = ray.get(self.replay.get_state.remote())
+        return state
+
+    @override(BlackBoxAlgorithm)
+    def _set_extra_state(self, state: dict[str, Any]) -> None:
+        self.mu = np.asarray(state["mu"], dtype=np.float32)
+        self.var = np.asarray(state["var"], dtype=np.float32)
+        ray.get(self.critic.set_state.remote(state["critic"]))
+        self._last_critic = state["critic"]["critic"]
+        # RL individuals need replay data: without restored contents they wait for new critic steps.
+        self.critic_ref = None
+        if "replay" in state:
+            ray.get(self.replay.set_state.remote(state["replay"]))
+            if self.counters.get("critic_steps"):
+                self.critic_ref = ray.put(self._last_critic)
+
+    @override(BlackBoxAlgorithm)
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        self.sync_mu_to_learner()
+        return super().get_state(components, not_components=not_components, **kwargs)
+
+    @override(BlackBoxAlgorithm)
+    def set_state(self, state) -> None:
+        Algorithm.set_state(self, state)
+        own = state.get(BLACKBOX)
+        if own is not None:
+            self.update_index = own["update_index"]
+            self.batch_seed = own["batch_seed"]
+            self.counters.update(own["counters"])
+            self._set_extra_state(own["extra"])
+        self.publish()

@@ -1,0 +1,89 @@
+"""CriticWorker: the ERL family's shared TD3 critic, trained in its own Ray actor."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import ray
+import torch
+
+from rllib_ext.common.td3 import TD3Updater, make_actor, soft_update
+from rllib_ext.common.transitions import writable
+
+
+def make_td3_updater(obs_dim: int, action_space, settings: dict[str, Any], *, actor, seed=None) -> TD3Updater:
+    """The family's TD3 trainer from ``ERLConfig.td3_settings``, around a given actor (critic worker: μ;
+    env runner: the RL individual, i.e. its module's policy)."""
+    s = settings
+    return TD3Updater(
+        obs_dim,
+        action_space,
+        hiddens=tuple(s["critic_hiddens"]),
+        actor_lr=s["actor_lr"],
+        critic_lr=s["critic_lr"],
+        gamma=s["gamma"],
+        tau=s["tau"],
+        policy_noise=s["policy_noise"],
+        noise_clip=s["noise_clip"],
+        policy_delay=s["policy_delay"],
+        seed=seed,
+        optimizer=s["optimizer"],
+        optimizer_kwargs=s["optimizer_kwargs"],
+        actor=actor,
+    )
+
+
+class CriticWorker:
+    """The shared TD3 critic in its own process (paper 001 Fig. 2b, Algorithm 1 line 3).
+
+    Each :meth:`train` call sets the actor and the target actor used in the TD3 target to the
+    given parameters (AES-RL: the population mean μ, as the reference code does; CEM-RL: the RL
+    individual about to be trained), then takes ``steps`` critic steps on replay minibatches,
+    soft-updating the target critic every ``policy_delay`` steps (TD3's schedule).
+    """
+
+    def __init__(self, obs_dim: int, action_space, settings: dict[str, Any], replay, seed: int | None = None):
+        torch.set_num_threads(1)
+        self.settings, self.replay = dict(settings), replay
+        s = self.settings
+        # The actor (μ, the TD3 target policy) has the population's shape; the critics their own.
+        with torch.random.fork_rng(devices=[], enabled=seed is not None):
+            if seed is not None:
+                torch.manual_seed(int(seed))
+            actor = make_actor(obs_dim, action_space, tuple(s["policy_hiddens"]))
+        self.updater = make_td3_updater(obs_dim, action_space, s, actor=actor, seed=seed)
+
+    def set_replay(self, replay) -> None:
+        self.replay = replay
+
+    def critic_weights(self) -> dict[str, np.ndarray]:
+        return {k: v.detach().numpy().copy() for k, v in self.updater.critic.state_dict().items()}
+
+    def train(self, steps: int, actor_flat: np.ndarray) -> dict[str, Any]:
+        """``steps`` critic steps with π' = π = ``actor_flat``; returns the new critic weights."""
+        t0 = time.perf_counter()
+        upd = self.updater
+        batch = int(self.settings["rl_batch_size"])
+        if ray.get(self.replay.size.remote()) < batch:  # e.g. after a restore without replay contents
+            return {"critic": None, "stats": {}, "steps": 0, "train_s": time.perf_counter() - t0}
+        upd.actor.set_flat(actor_flat)
+        upd.actor_target.set_flat(actor_flat)
+        chunk, done, stats = int(self.settings["replay_sample_chunk"]), 0, []
+        while done < steps:
+            n = min(chunk, steps - done)
+            data = writable(ray.get(self.replay.sample.remote(batch, num_batches=n)))
+            for i in range(n):
+                stats.append(upd.critic_step({k: v[i] for k, v in data.items()}))
+                if upd.num_critic_steps % upd.policy_delay == 0:
+                    soft_update(upd.critic_target, upd.critic, upd.tau)
+            done += n
+        mean = {k: float(np.mean([s[k] for s in stats])) for k in stats[0]} if stats else {}
+        return {"critic": self.critic_weights(), "stats": mean, "steps": done, "train_s": time.perf_counter() - t0}
+
+    def get_state(self) -> dict[str, Any]:
+        return self.updater.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.updater.set_state(state)

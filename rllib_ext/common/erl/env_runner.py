@@ -1,0 +1,125 @@
+"""ERLEnvRunner: evaluates individuals (ES or RL-trained) and the mean μ; fills the replay actor."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import ray
+import torch
+from ray.rllib.utils.annotations import override
+
+from rllib_ext.common.blackbox import BlackBoxEnvRunner
+from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob, Job
+from rllib_ext.common.erl.critic_worker import make_td3_updater
+from rllib_ext.common.erl.protocol import ERLPayload, ERLResult
+from rllib_ext.common.population import gaussian_individual
+from rllib_ext.common.td3 import TD3Updater
+from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
+from rllib_ext.common.transitions import writable
+
+
+class ERLEnvRunner(BlackBoxEnvRunner):
+    """Evaluates individuals (ES or RL-trained) and the mean; fills the replay actor.
+
+    Payload per update: :class:`ERLPayload` (μ, σ², the replay actor handle). Jobs:
+
+    - :class:`~rllib_ext.common.blackbox.protocol.IndividualJob`: z = μ + √var ⊙ ε(seed), or z
+      from ``params_ref``; trained for ``rl_steps`` TD3 actor steps first when asked; evaluated
+      with action noise ``action_noise`` (Algorithm 2) and stored in the replay actor.
+    - :class:`~rllib_ext.common.blackbox.protocol.EvaluationJob`: μ for ``episodes`` episodes with
+      the same ``action_noise``, not stored in replay (f(μ)).
+    """
+
+    result_cls = ERLResult
+
+    def __init__(self, *, config, **kwargs):
+        self._var = None
+        self._replay = None
+        self._updater: TD3Updater | None = None
+        super().__init__(config=config, **kwargs)
+
+    @override(BlackBoxEnvRunner)
+    def make_env(self):
+        super().make_env()
+        self.recorder = TrajectoryRecorder(self.env)
+        seed = None if self._seed is None else int(self._seed) + 7919 * self.worker_index
+        self.env = self.exploration = ActionExploration(self.recorder, noise=0.0, seed=seed)
+
+    @override(BlackBoxEnvRunner)
+    def adopt(self, version: int, payload: ERLPayload) -> None:
+        self._var = None if payload.var is None else np.asarray(payload.var, dtype=np.float32)
+        self._replay = payload.replay
+        super().adopt(version, payload)
+
+    def _td3(self) -> TD3Updater:
+        """The TD3 actor trainer of RL individuals; its actor is the module's policy itself."""
+        if self._updater is None:
+            self._updater = make_td3_updater(
+                int(self.env.observation_space.shape[0]),
+                self.env.action_space,
+                self.config.td3_settings,
+                actor=self.module.policy,
+            )
+        return self._updater
+
+    def train_actor(self, z: np.ndarray, critic_state: dict[str, np.ndarray], steps: int) -> float:
+        """An RL individual: ``steps`` TD3 actor steps from z against fixed critic weights; mean loss."""
+        upd = self._td3()
+        self.module.set_flat(z)
+        upd.critic.load_state_dict({k: torch.tensor(v) for k, v in critic_state.items()})
+        upd.actor_optimizer = upd.make_optimizer(upd.actor.parameters(), self.config.actor_lr)  # a fresh one
+        chunk, batch, done, losses = int(self.config.replay_sample_chunk), int(self.config.rl_batch_size), 0, []
+        while done < steps:
+            n = min(chunk, steps - done)
+            data = writable(ray.get(self._replay.sample.remote(batch, num_batches=n)))
+            for i in range(n):
+                losses.append(upd.actor_step(data["obs"][i])["actor_loss"])
+            done += n
+        return float(np.mean(losses)) if losses else float("nan")
+
+    @override(BlackBoxEnvRunner)
+    def run_job(self, job: Job) -> ERLResult:
+        if isinstance(job, IndividualJob):
+            return self._individual_job(job)
+        if isinstance(job, EvaluationJob):  # f(μ): the individuals' action noise, not stored in replay
+            self.set_params(self._theta)
+            return self._evaluate_with(job, noise=self.config.action_noise, random_actions=False)
+        raise TypeError(f"{type(self).__name__} cannot run a {type(job).__name__}")
+
+    def _evaluate_with(self, job: Job, noise: float, random_actions: bool) -> ERLResult:
+        self.exploration.noise, self.exploration.random_actions = float(noise), bool(random_actions)
+        try:
+            return self.evaluate(job, explore=False)
+        finally:
+            self.exploration.noise, self.exploration.random_actions = 0.0, False
+
+    def _individual_job(self, job: IndividualJob) -> ERLResult:
+        t0 = time.perf_counter()
+        params, actor_loss = None, float("nan")
+        try:
+            if job.params_ref is not None:
+                z = np.asarray(ray.get(job.params_ref[0]), dtype=np.float32)
+            else:
+                z = gaussian_individual(self._theta, self._var, job.seed)
+            if job.rl_steps:
+                actor_loss = self.train_actor(z, ray.get(job.critic_ref[0]), int(job.rl_steps))
+                z = params = self.module.get_flat()
+            train_s = time.perf_counter() - t0
+            self.set_params(z)
+            result = self._evaluate_with(job, self.config.action_noise, job.random_actions)
+            if not result.failed and self._replay is not None:
+                self._replay.add.remote(**self.recorder.transitions())  # Algorithm 2 line 14
+        except ray.exceptions.RayError as e:  # the replay actor or a critic object was lost
+            train_s = time.perf_counter() - t0
+            result = ERLResult(
+                job=job,
+                ret=float("nan"),
+                failed=True,
+                episodes_failed=1,
+                error=f"{type(e).__name__}: {e}",
+                theta_digest=self._theta_digest,
+            )
+        result.params, result.rl, result.actor_loss, result.train_s = params, bool(job.rl_steps), actor_loss, train_s
+        result.runner, result.duration_s = self.worker_index, time.perf_counter() - t0
+        return result

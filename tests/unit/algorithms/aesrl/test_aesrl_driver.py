@@ -1,0 +1,152 @@
+"""AESRL_EXT's driver bookkeeping without Ray: warm-up individuals (paper 001 Alg. 1 vs the aes-rl
+reference) and the credit of a re-queued individual.
+
+The driver is an ``AESRL`` without RLlib's setup: the black-box pool runs over the scripted
+EnvRunnerGroup of ``tests/unit/common/blackbox/test_pool.py`` (Ray stubbed), and a real
+:class:`~rllib_ext.common.erl.ERLEnvRunner` in this process runs the calls that group received.
+"""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+from rllib_ext.algorithms.aesrl.aesrl import AESRL
+from rllib_ext.common.blackbox import env_runner as blackbox_env_runner
+from rllib_ext.common.blackbox import pool as async_pool
+from rllib_ext.common.blackbox.pool import AsyncJobPool
+from rllib_ext.common.blackbox.protocol import EvaluationJob
+from rllib_ext.common.erl.env_runner import ERLEnvRunner
+from rllib_ext.common.population import gaussian_individual
+from tests.builders import small_aesrl_config
+from tests.unit.common.blackbox.test_pool import FakeGroup, FakeRayError, fake_get, fake_wait
+
+
+@pytest.fixture
+def fake_ray(monkeypatch):
+    """ray.put/wait/get of the pool and the runner stubbed: an object ref is ("ref", value)."""
+    fake = types.SimpleNamespace(
+        put=lambda value: ("ref", value),
+        wait=fake_wait,
+        get=lambda ref: ref[1] if isinstance(ref, tuple) else fake_get(ref),
+        exceptions=types.SimpleNamespace(RayError=FakeRayError),
+    )
+    monkeypatch.setattr(async_pool, "ray", fake)
+    monkeypatch.setattr(blackbox_env_runner, "ray", fake)
+
+
+@pytest.fixture(scope="module")
+def runner():
+    """One ERLEnvRunner (Pendulum, a 16-16 actor) that runs every call the fake group receives."""
+    r = ERLEnvRunner(config=small_aesrl_config(initial_steps=0))
+    yield r
+    r.stop()
+
+
+def make_driver(runner, **training) -> AESRL:
+    """An AESRL driver over runners 1 and 2 (one job each), μ_0 = the runner's actor, σ² = 1e-2."""
+    cfg = small_aesrl_config(sigma_init=1e-2, **training)
+    cfg.validate()
+    runner.version = -1  # its cached payload belongs to another test's driver
+    algo = object.__new__(AESRL)
+    algo.config = cfg
+    algo.pool = AsyncJobPool(FakeGroup([1, 2]), jobs_in_flight=1)
+    algo.metrics = MetricsLogger()
+    algo.env_runner_group, algo.replay, algo.critic_ref = None, None, None  # no local runner
+    algo.update_index, algo.batch_seed = 0, 0
+    algo.counters = {"individual_steps": 0, "n_rl": 0, "n_es": 0}
+    algo.mu = runner.module.get_flat().copy()
+    algo.var = np.full_like(algo.mu, cfg.sigma_init)
+    algo.init_population()
+    algo.publish()
+    return algo
+
+
+def run_call(group, index, runner, ret=None):
+    """The call ``group.calls[index]`` runs on ``runner``; its reply becomes ready (with return ``ret``)."""
+    _, call, ref = group.calls[index]
+    ref.reply = runner.run_jobs(call)
+    if ret is not None:
+        ref.reply.results[0].ret = float(ret)
+    return call
+
+
+def handle(algo, replies):
+    """What AESRL.training_step does with finished results (individuals and f(μ) evaluations)."""
+    for reply in replies:
+        for r in reply.results:
+            (algo._on_mean if isinstance(r.job, EvaluationJob) else algo._on_individual)(r)
+
+
+def test_warmup_individuals_update_the_population_and_cost_mu_evaluations_by_default(fake_ray, runner):
+    """The reference (aes-rl algorithm/aesrl.py) tells warm-up individuals after 5 evaluations of μ."""
+    algo = make_driver(runner, initial_steps=10_000, mean_eval_episodes=5)
+    algo._submit_individual()
+    algo.pool.pump()
+    call = run_call(algo.pool.group, 0, runner, ret=0.0)  # f(z) = 0
+    (job,) = call.jobs
+    assert job.random_actions and not job.rl_steps
+    handle(algo, algo.pool.poll(timeout_s=0))
+    assert algo.counters["warmup_individuals"] == 1 and algo.counters["n_es"] == 0  # not in Eq. (3)'s counts
+    algo.pool.pump()
+    (_, mean_call, _) = algo.pool.group.calls[1]
+    assert isinstance(mean_call.jobs[0], EvaluationJob) and mean_call.jobs[0].episodes == 5  # f(μ): 5 episodes
+    mu0, var0 = algo.mu.copy(), algo.var.copy()
+    run_call(algo.pool.group, 1, runner, ret=-100.0)  # f(μ) = -100
+    handle(algo, algo.pool.poll(timeout_s=0))
+    # Eq. (10) with f_b = 200, d = 100: p = (d + f_b)/(d + 2 f_b) = 0.6; Eq. (4) moves μ to the warm-up z.
+    assert algo.update_index == 1 and algo._p_by_kind["es"] == [pytest.approx(0.6)]
+    z = gaussian_individual(mu0, var0, job.seed)
+    assert algo.mu == pytest.approx(0.4 * mu0 + 0.6 * z, abs=1e-6)
+    assert algo.var == pytest.approx(np.maximum((z - mu0) * (z - algo.mu), 1e-5), abs=1e-7)  # Eq. (11), n = 1
+
+
+def test_warmup_individuals_can_leave_the_population_alone(fake_ray, runner):
+    """warmup_updates_population=False: steps and replay kept, no tell, no f(μ) episodes."""
+    algo = make_driver(runner, initial_steps=10_000, warmup_updates_population=False)
+    mu0, var0 = algo.mu.copy(), algo.var.copy()
+    algo._submit_individual()
+    algo.pool.pump()
+    run_call(algo.pool.group, 0, runner)
+    handle(algo, algo.pool.poll(timeout_s=0))
+    assert algo.counters["warmup_individuals"] == 1 and algo.counters["individual_steps"] == 200
+    algo.pool.pump()
+    assert len(algo.pool.group.calls) == 1 and algo.pool.num_queued == 0  # no evaluation of μ was asked for
+    assert algo.update_index == 0 and np.array_equal(algo.mu, mu0) and np.array_equal(algo.var, var0)
+
+
+def test_a_requeued_individual_is_credited_to_the_mu_it_was_built_from(fake_ray, runner):
+    """Review B1 on AES-RL: individual A is sent with (μ_0, σ²_0); B and C finish and move μ; A's runner
+    dies and A is re-sent to a runner that already holds μ_2. It must rebuild A from μ_0 — the z the
+    driver tells — not from the newest μ (the bug: a re-sent call took the payload published last)."""
+    algo = make_driver(runner, initial_steps=0, mean_rule="one_plus_one", mean_fitness="interpolate")
+    algo.population.f_mu = -1e9  # (1+1)-ES, Eq. (5): a better individual becomes μ (p = 1)
+    group = algo.pool.group
+    algo._submit_individual()  # A, version 0
+    algo._submit_individual()  # B, version 0
+    algo.pool.pump()
+    (rid_a, call_a, _), (rid_b, _, _) = group.calls
+    job_a = call_a.jobs[0]
+    z_a = algo._pending[job_a.id]["z"]  # the z the driver will tell for A
+    run_call(group, 1, runner, ret=0.0)  # B finishes: μ_1 = z_B
+    handle(algo, algo.pool.poll(timeout_s=0))
+    algo._submit_individual()  # C, version 1, on B's runner
+    algo.pool.pump()
+    run_call(group, 2, runner, ret=1.0)  # C finishes: μ_2 = z_C; that runner now holds version 1
+    handle(algo, algo.pool.poll(timeout_s=0))
+    assert algo.update_index == 2 and runner.version == 1
+    mu2, var2 = algo.mu.copy(), algo.var.copy()
+    group.healthy = [rid_b]  # A's runner dies with A in flight
+    algo.pool.pump()
+    resent = [i for i, (rid, call, _) in enumerate(group.calls) if call.jobs[0].id == job_a.id and rid == rid_b]
+    assert len(resent) == 1 and algo.pool.num_calls_lost == 1
+    call = run_call(group, resent[0], runner, ret=2.0)
+    assert call.version == 0 and runner.version == 0
+    assert np.array_equal(runner._params, z_a)  # the runner evaluated z_A, built from μ_0, σ²_0 ...
+    assert not np.allclose(gaussian_individual(mu2, var2, job_a.seed), z_a)  # ... not from the newest μ
+    handle(algo, algo.pool.poll(timeout_s=0))
+    assert algo.pool.num_credit_mismatches == 0
+    assert algo.update_index == 3 and np.array_equal(algo.mu, z_a)  # μ_3 = the z that was evaluated
