@@ -32,6 +32,14 @@ separate replay actor. Measured with ``benchmarks/impact_vs_appo.py buffer-place
 rounds; see benchmarks/RESULTS.md): one put + K draws per batch cost 0.022 ms in the learner
 against 12.5 ms through a ``ray.remote(num_cpus=0)`` actor, about 570x slower.
 
+Pausing at an agreed draw. With several learners (torch DDP) every update is an all-reduce, so
+the learners must stop after the same number of draws: :meth:`hold` stops new draws at once and
+returns the draws started so far; :meth:`pause` with ``after_draws`` lets the learner draw on to an
+agreed count (the largest any learner returned) and then holds it. Buffers that received the
+same puts in the same order allow the same draws (the traversal depends only on the order of
+arrivals, never on timing, as long as the wait queue never drops; see ``impact.py``), so every
+learner can reach the agreed count.
+
 Thread-safe: the driver-facing call puts, the learner thread draws (one lock, one condition).
 """
 
@@ -79,6 +87,7 @@ class CircularBuffer:
         self._changed = threading.Condition(self._lock)
         self._closed = False
         self._paused = False
+        self._draw_limit: int | None = None  # with pause(after_draws=...): draws allowed up to here
         self._in_use = 0  # drawn batches whose update has not finished (release())
         # Lifetime statistics.
         self.num_added = 0
@@ -145,8 +154,12 @@ class CircularBuffer:
             return item, k
 
     def _can_draw(self) -> bool:
-        drawable = self._slots[self._cursor] is not None or bool(self._waiting)
-        return drawable and not self._paused and not self._closed
+        if self._draw_limit is not None and self.num_draws >= self._draw_limit:
+            return False
+        return self._drawable() and not self._paused and not self._closed
+
+    def _drawable(self) -> bool:
+        return self._slots[self._cursor] is not None or bool(self._waiting)
 
     def release(self) -> None:
         """The caller has finished with the batch of its last :meth:`draw`."""
@@ -154,19 +167,66 @@ class CircularBuffer:
             self._in_use -= 1
             self._changed.notify_all()
 
-    def pause(self) -> None:
-        """Lets no new draw start, then waits until every drawn batch was released.
+    def hold(self) -> int:
+        """Lets no new draw start (without waiting for the drawn batches).
 
-        After it returns no update runs until :meth:`resume` (the learner's state stands still).
+        Returns:
+            The draws started so far (:attr:`num_draws`, those still in progress included).
         """
         with self._changed:
             self._paused = True
-            self._changed.wait_for(lambda: self._in_use == 0)
+            self._draw_limit = None
+            return self.num_draws
+
+    def pause(self, after_draws: int | None = None, timeout: float | None = None) -> bool:
+        """Holds new draws once ``after_draws`` draws have started, and waits until every drawn
+        batch was released.
+
+        After it returns True no update runs until :meth:`resume` (the learner's state stands
+        still).
+
+        Args:
+            after_draws: Draws (lifetime :attr:`num_draws`) to let start before holding; None
+                holds at once (as :meth:`hold`). Draws between the current count and this one
+                start as usual (another thread draws them).
+            timeout: The longest wait in seconds (None: no limit).
+
+        Returns:
+            True once paused at ``after_draws`` with nothing in use; False on timeout.
+
+        Raises:
+            ValueError: If more than ``after_draws`` draws have already started.
+            RuntimeError: If the buffer can never allow the missing draws (its cursor's slot is
+                empty, nothing waits and nothing is in use), or was closed before them.
+        """
+        with self._changed:
+            if after_draws is None:
+                self._paused, self._draw_limit = True, None
+            elif self.num_draws > after_draws:
+                raise ValueError(f"{self.num_draws} draws have already started, more than after_draws={after_draws}")
+            else:
+                self._paused, self._draw_limit = False, after_draws
+                self._changed.notify_all()
+
+            def done_or_stuck() -> bool:
+                if self._in_use:
+                    return False
+                return after_draws is None or self.num_draws >= after_draws or self._closed or not self._drawable()
+
+            if not self._changed.wait_for(done_or_stuck, timeout=timeout):
+                return False
+            if after_draws is not None and self.num_draws < after_draws:
+                why = "was closed" if self._closed else "has nothing to draw (empty cursor slot, nothing waiting)"
+                raise RuntimeError(
+                    f"cannot pause after {after_draws} draws: the buffer {why} after {self.num_draws} draws"
+                )
+            self._paused, self._draw_limit = True, None
+            return True
 
     def resume(self) -> None:
         """Lets draws start again after :meth:`pause`."""
         with self._changed:
-            self._paused = False
+            self._paused, self._draw_limit = False, None
             self._changed.notify_all()
 
     def close(self) -> None:
