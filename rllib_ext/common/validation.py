@@ -10,8 +10,11 @@
   and in ``rllib train``, instead of failing inside every env runner actor.
 * :func:`check_vector_spaces`: the common case, 1-d Box observations and the action kinds an
   algorithm supports.
+* :func:`module_spaces`: the spaces of each RLModule, for single-agent envs and for
+  ``MultiAgentEnv`` s with several policies (RLlib's own inference through ``policy_mapping_fn``);
+  a ``MultiAgentEnv`` without policies, or policies on a single-agent env, is one clear error.
 * :func:`check_default_module_builds`: for algorithms on RLlib's default networks (IMPACT),
-  RLlib's own catalog decides which spaces work; the module is built once on the driver.
+  RLlib's own catalog decides which spaces work; the module(s) are built once on the driver.
 * :class:`KeepsMinusOneSettings`: a config mixin; without it ``build_algo()`` silently replaces
   a setting of -1 (σ = -1, N = -1) by its default instead of rejecting it.
 * :func:`algo_name`: the registered name (``IMPACT_EXT``) of a config's or algorithm's class,
@@ -28,6 +31,7 @@ import gymnasium as gym
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.env.env_context import EnvContext
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.utils.annotations import override
 from ray.tune.registry import ENV_CREATOR, _global_registry
 
@@ -228,20 +232,97 @@ def check_vector_spaces(
         config._value_error(f"{name} needs {wanted} action space; env {config.env!r} has {act_space}")
 
 
-def check_default_module_builds(config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space] | None) -> None:
-    """Builds the (inference) RLModule on the driver: RLlib's catalog rejects spaces it cannot take.
+def module_spaces(config: AlgorithmConfig) -> dict[str, tuple[gym.Space, gym.Space]] | None:
+    """(observation space, action space) of each RLModule the algorithm will build, or None.
+
+    Single-agent: ``{DEFAULT_MODULE_ID: env_spaces(config)}``. Multi-agent (the config names its
+    policies with ``config.multi_agent(policies=..., policy_mapping_fn=...)``): one env is built
+    on the driver, must be a ``MultiAgentEnv``, and RLlib's own inference
+    (``AlgorithmConfig.get_multi_agent_setup``: the agents' spaces, through
+    ``policy_mapping_fn`` where agents differ) gives each module's spaces. None without an env
+    and for the evaluation copy of a config, as :func:`env_spaces`.
+
+    Raises (through ``config._value_error``) ValueError naming the env if it cannot be created,
+    if it is a ``MultiAgentEnv`` but the config names no policies, or the other way round.
+    """
+    if config.env is None or config.in_evaluation:
+        return None
+    name = algo_name(config)
+    if not config.is_multi_agent and config.observation_space is not None and config.action_space is not None:
+        return {DEFAULT_MODULE_ID: (config.observation_space, config.action_space)}
+    try:
+        env = make_single_env(config)
+    except Exception as e:  # noqa: BLE001 - reported as a config error naming the env
+        config._value_error(f"{name}: cannot create env {config.env!r}: {type(e).__name__}: {e}")
+        return None
+    try:
+        multi_agent_env = isinstance(env.unwrapped, MultiAgentEnv)
+        if multi_agent_env and not config.is_multi_agent:
+            config._value_error(
+                f"{name}: env {config.env!r} is a MultiAgentEnv: name its policies and map its agents to "
+                "them with `config.multi_agent(policies=..., policy_mapping_fn=...)`"
+            )
+        if config.is_multi_agent and not multi_agent_env:
+            config._value_error(
+                f"{name}: `policies` {sorted(config.policies)} name a multi-agent setup, but env "
+                f"{config.env!r} is not a MultiAgentEnv"
+            )
+        if not config.is_multi_agent:
+            return {
+                DEFAULT_MODULE_ID: (
+                    config.observation_space or env.observation_space,
+                    config.action_space or env.action_space,
+                )
+            }
+        try:
+            policies, _ = config.get_multi_agent_setup(env=env.unwrapped)
+        except Exception as e:  # noqa: BLE001 - reported as one config error naming the env
+            config._value_error(f"{name}: cannot map the agents of env {config.env!r} to `policies`: {e}")
+            return None
+        return {pid: (spec.observation_space, spec.action_space) for pid, spec in policies.items()}
+    finally:
+        env.close()
+
+
+def check_default_module_builds(
+    config: AlgorithmConfig,
+    spaces: tuple[gym.Space, gym.Space] | dict[str, tuple[gym.Space, gym.Space]] | None,
+) -> None:
+    """Builds the (inference) RLModule(s) on the driver: RLlib's catalog rejects spaces it cannot take.
+
+    Args:
+        config: The config being validated.
+        spaces: One (observation, action) pair, or :func:`module_spaces`' dict of them per
+            module (several modules: RLlib's MultiRLModule of the config's policies); None:
+            nothing to check.
 
     Skipped when a custom env-to-module connector may change the observation space.
     """
     if spaces is None or config._env_to_module_connector is not None:
         return
-    obs_space, act_space = spaces
-    try:
-        spec = config.get_rl_module_spec(spaces={DEFAULT_MODULE_ID: spaces}, inference_only=True)
-        spec.build()
-    except Exception as e:  # noqa: BLE001 - reported as one config error naming the spaces
+    if not isinstance(spaces, dict):
+        spaces = {DEFAULT_MODULE_ID: spaces}
+    name = algo_name(config)
+
+    def fail(e: Exception, where: str) -> None:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        config._value_error(
-            f"{algo_name(config)} cannot take env {config.env!r} (observation space {obs_space}, "
-            f"action space {act_space}): {first}"
-        )
+        config._value_error(f"{name} cannot take env {config.env!r}{where}: {first}")
+
+    specs = {}
+    if config.is_multi_agent:
+        try:
+            specs = config.get_multi_rl_module_spec(spaces=spaces, inference_only=True).rl_module_specs
+        except Exception as e:  # noqa: BLE001 - reported as one config error naming the env
+            fail(e, f" (module spaces {spaces})")
+            return
+    for module_id, (obs_space, act_space) in spaces.items():
+        where = f" (observation space {obs_space}, action space {act_space})"
+        try:
+            if config.is_multi_agent:
+                where = f" (module {module_id!r}: observation space {obs_space}, action space {act_space})"
+                spec = specs[module_id]
+            else:
+                spec = config.get_rl_module_spec(spaces={module_id: (obs_space, act_space)}, inference_only=True)
+            spec.build()
+        except Exception as e:  # noqa: BLE001 - reported as one config error naming the spaces
+            fail(e, where)

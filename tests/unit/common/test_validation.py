@@ -7,6 +7,8 @@ import math
 import gymnasium as gym
 import pytest
 from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole, MultiAgentPendulum
 
 from rllib_ext import ESConfig, IMPACTConfig
 from rllib_ext.algorithms.impact.impact import IMPACT
@@ -104,3 +106,40 @@ def test_default_module_is_built_on_the_driver_and_a_space_it_cannot_take_is_nam
     v.check_default_module_builds(config, None)
     with pytest.raises(ValueError, match=r"PPO cannot take env 'CartPole-v1' \(observation space Text"):
         v.check_default_module_builds(config, (gym.spaces.Text(5), gym.spaces.Discrete(2)))
+
+
+def _policies(config, env, ids=("p0", "p1")):
+    return config.environment(env, env_config={"num_agents": len(ids)}).multi_agent(
+        policies=set(ids), policy_mapping_fn=lambda agent_id, episode, **kwargs: ids[agent_id]
+    )
+
+
+def test_module_spaces_of_one_agent_and_of_several_policies():
+    spaces = v.module_spaces(PPOConfig().environment("CartPole-v1"))
+    assert list(spaces) == [DEFAULT_MODULE_ID] and spaces[DEFAULT_MODULE_ID][1] == gym.spaces.Discrete(2)
+    spaces = v.module_spaces(_policies(PPOConfig(), MultiAgentCartPole))
+    assert sorted(spaces) == ["p0", "p1"]
+    assert all(obs.shape == (4,) and act == gym.spaces.Discrete(2) for obs, act in spaces.values())
+    spaces = v.module_spaces(_policies(PPOConfig(), MultiAgentPendulum))
+    assert all(act.shape == (1,) for _, act in spaces.values())
+    assert v.module_spaces(PPOConfig()) is None  # no env: nothing to check
+
+
+def test_module_spaces_name_a_multi_agent_env_without_policies_and_policies_without_one():
+    with pytest.raises(ValueError, match="PPO: env .* is a MultiAgentEnv: name its policies"):
+        v.module_spaces(PPOConfig().environment(MultiAgentCartPole, env_config={"num_agents": 2}))
+    with pytest.raises(ValueError, match=r"`policies` \['p0', 'p1'\] name a multi-agent setup, but env 'CartPole-v1'"):
+        v.module_spaces(
+            PPOConfig()
+            .environment("CartPole-v1")
+            .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda *a, **k: "p0")
+        )
+
+
+def test_default_modules_of_several_policies_are_built_and_a_module_that_cannot_be_is_named():
+    config = _policies(PPOConfig(), MultiAgentCartPole)
+    spaces = v.module_spaces(config)
+    v.check_default_module_builds(config, spaces)
+    spaces["p1"] = (gym.spaces.Text(5), gym.spaces.Discrete(2))
+    with pytest.raises(ValueError, match=r"PPO cannot take env .* \(module 'p1': observation space Text"):
+        v.check_default_module_builds(config, spaces)
