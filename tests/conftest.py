@@ -54,20 +54,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: TIERS.index(_tier(item)))
 
 
-@pytest.fixture(scope="session")
-def ray_session():
-    """One local Ray (2 CPUs, as in CI) shared by every test that needs it."""
+def _start_local_ray(num_cpus: int):
     import logging
 
     import ray
 
     import rllib_ext  # noqa: F401 - registers algorithms and envs (and again after init)
 
+    # address="local": always a fresh instance, even if RAY_ADDRESS or another cluster is around.
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+    return ray
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray (2 CPUs, as in CI) shared by every test that needs it."""
+    import ray
+
     if not ray.is_initialized():
-        # address="local": always a fresh instance, even if RAY_ADDRESS or another cluster is around.
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+        _start_local_ray(num_cpus=2)
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def ray_four_cpus(ray_session):
+    """Local Ray with 4 logical CPUs for one test module (e.g. two learner actors, an env runner
+    and the driver), then the session's 2-CPU Ray again."""
+    ray_session.shutdown()
+    _start_local_ray(num_cpus=4)
+    yield ray_session
+    ray_session.shutdown()
+    _start_local_ray(num_cpus=2)
 
 
 @pytest.fixture

@@ -35,10 +35,20 @@ updates. When sampling outpaces the learner, worker batches wait for a slot in a
 ``circular_buffer_queue_size``; a full queue drops its oldest batch (counted in
 ``circular_buffer_num_dropped_lifetime``). ``learner_thread=False`` runs the draws inside
 ``training_step`` instead (the learner then blocks sampling; for debugging and as an ablation).
+
+Scale (as RLlib's APPO): ``num_learners >= 2`` learner actors, each with its own C(N, K), whose
+gradients RLlib averages with torch DDP (one all-reduce per update), ``num_gpus_per_learner``,
+and ``MultiAgentEnv`` s with several policies (``config.multi_agent(...)``; each module its own
+loss, target network and KL coefficient). DDP needs every learner to run the same updates in the
+same order, so the driver hands each learner the same number of train batches per call and never
+more than its wait queue takes (``_impact_shares``), and ``train()`` ends with the learner
+threads paused after an agreed draw (``step``; see ``impact_learner.py`` for the learner side).
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import logging
 import math
 from typing import Any, Self
@@ -48,6 +58,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.algorithms.appo.appo import APPO, APPOConfig
 from ray.rllib.core import COMPONENT_ENV_TO_MODULE_CONNECTOR, COMPONENT_MODULE_TO_ENV_CONNECTOR
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ALL_MODULES,
@@ -71,10 +82,15 @@ from rllib_ext.common.validation import (
     check_default_module_builds,
     check_finite_settings,
     check_optimizer,
-    env_spaces,
+    module_spaces,
 )
 
 logger = logging.getLogger(__name__)
+
+#: Driver metrics with several learners (under learners/__all_modules__/): train batches held
+#: back for the next call, and those dropped (oldest first) because all wait queues were full.
+HELD_BACK_KEY = "circular_buffer_num_held_back"
+DRIVER_DROPPED_KEY = "circular_buffer_num_dropped_by_driver_lifetime"
 
 #: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
 #: R3 = πθ/max(πtarget, β·πworker) (IMPACT).
@@ -212,7 +228,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         self.force_target_network_update_freq = False
 
         # Execution: the learner runs in the driver (one local Learner) on small machines;
-        # `num_learners=1` puts it in its own actor (e.g. on a GPU).
+        # `num_learners=1` puts it in its own actor (e.g. on a GPU); 2 or more are data parallel
+        # (torch DDP), each with its own circular buffer.
         self.num_learners = 0
         self.num_env_runners = 2
         # Seconds the driver waits for worker batches when the buffer has nothing to draw
@@ -386,18 +403,18 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self._value_error(f"`kl_coeff` must be >= 0, got {self.kl_coeff!r}")
         if not self.use_circular_buffer:
             self._value_error("IMPACT_EXT always uses its circular buffer: `use_circular_buffer` must be True")
-        if self.num_learners > 1:
-            self._value_error(
-                f"IMPACT_EXT supports `num_learners` 0 (learner in the driver) or 1, got "
-                f"{self.num_learners}: the circular buffer lives in the one Learner"
-            )
         if self.num_aggregator_actors_per_learner > 0:
             self._value_error("IMPACT_EXT does not use aggregator actors: set `num_aggregator_actors_per_learner=0`")
         check_finite_settings(self)
+        if self.is_multi_agent and self.env_runner_cls is FiniteSingleAgentEnvRunner:
+            # Several policies sample in RLlib's MultiAgentEnvRunner (without the NaN/inf guard
+            # of FiniteSingleAgentEnvRunner, which wraps single-agent vector envs only).
+            self.env_runner_cls = MultiAgentEnvRunner
         super().validate()
         # RLlib's default networks (its catalog) decide which spaces work: Discrete, Box and
-        # MultiDiscrete actions; vector or (some) image observations.
-        check_default_module_builds(self, env_spaces(self))
+        # MultiDiscrete actions; vector or (some) image observations. Per module for several
+        # policies (a MultiAgentEnv mapped by `policy_mapping_fn`).
+        check_default_module_builds(self, module_spaces(self))
 
     def _check_ignored_settings(self) -> None:
         """One error naming the first inherited setting IMPACT_EXT ignores that is not at its default."""
@@ -445,16 +462,39 @@ class IMPACT(FiniteParametersGuard, APPO):
         super().setup(config)
         # Whether the learner's buffer still allows draws (then sampling does not wait).
         self._impact_buffer_has_draws = False
+        # Several learners: train batches not yet handed out (the remainder of an uneven split,
+        # and those the learners' wait queues had no room for), oldest first.
+        self._impact_pending: collections.deque[list[ray.ObjectRef]] = collections.deque()
+        # The most batches any learner had waiting for a slot after the last call (an upper
+        # bound until the next call: only the driver adds to a wait queue).
+        self._impact_learner_waiting = 0
 
     @override(APPO)
     def step(self):
-        """One ``train()`` iteration; the learner threads are held from its end to the next one."""
+        """One ``train()`` iteration; the learner threads are held from its end to the next one.
+
+        Held at an agreed draw: every learner stops drawing and reports the draws it started,
+        then all draw on to the largest count and wait for their updates (with several learners
+        an update is an all-reduce, so a learner held while another is inside the same update
+        would block both forever; see ``IMPACTLearner.stop_draws``).
+        """
         try:
-            return super().step()
-        finally:
+            results = super().step()
+        except BaseException:
             if self.config.learner_thread:
-                for ref in self.learner_group.foreach_learner(lambda learner: learner.pause_thread()):
-                    ref.get()
+                # No new draws; the running updates finish on their own (or fail with the error,
+                # which is the one to report).
+                with contextlib.suppress(Exception):
+                    self._impact_foreach_learner(lambda learner: learner.stop_draws())
+            raise
+        if self.config.learner_thread:
+            target = max(self._impact_foreach_learner(lambda learner: learner.stop_draws()))
+            self._impact_foreach_learner(lambda learner, _t=target: learner.pause_thread(after_draws=_t))
+        return results
+
+    def _impact_foreach_learner(self, func) -> list[Any]:
+        """``func(learner)`` on every learner at once (remote ones concurrently); their results."""
+        return [r.get() for r in self.learner_group.foreach_learner(func)]
 
     @override(APPO)
     def training_step(self) -> None:
@@ -470,9 +510,11 @@ class IMPACT(FiniteParametersGuard, APPO):
             self.metrics.aggregate(env_runner_metrics, key=ENV_RUNNER_RESULTS)
             self.metrics.log_value((ENV_RUNNER_RESULTS, MEAN_NUM_EPISODE_LISTS_RECEIVED), len(episode_refs))
 
-        # Group fragments into train batches of M env steps (IMPALA's packing).
+        # Group fragments into train batches of M env steps (IMPALA's packing), and split them
+        # among the learners (each learner its own C(N, K)).
         packages = self._pre_queue_episode_refs(episode_refs, package_size=self.config.train_batch_size_per_learner)
-        if not packages and not self.config.learner_thread and not self._impact_buffer_has_draws:
+        shares = self._impact_shares(packages)
+        if not shares[0] and not self.config.learner_thread and not self._impact_buffer_has_draws:
             return
 
         timesteps = {
@@ -491,14 +533,14 @@ class IMPACT(FiniteParametersGuard, APPO):
             reward = None
         # Algorithm 1 lines 6-12 run in the Learner (where the buffer lives).
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            call_results = self.learner_group.foreach_learner(
-                lambda learner, _p=packages, _t=timesteps, _r=reward: learner.impact_update(
-                    packages=_p, timesteps=_t, reward=_r
+            outs = self._impact_foreach_learner(
+                lambda learner, _s=shares, _t=timesteps, _r=reward: learner.impact_update(
+                    packages=_s[learner._learner_index], timesteps=_t, reward=_r
                 )
             )
-            outs = [r.get() for r in call_results]
         rl_module_state = None
         learner_results = []
+        self._impact_learner_waiting = max(out["num_waiting"] for out in outs)
         for out in outs:
             self._impact_buffer_has_draws = out["num_draws_left"] > 0
             if out.get("rl_module_state") is not None:
@@ -513,6 +555,34 @@ class IMPACT(FiniteParametersGuard, APPO):
             assert_finite_learner_parameters(self, "before broadcasting them to the env runners")
             # The connector states of this loop's fragments, as RLlib's IMPALA merges them.
             self._impact_broadcast(rl_module_state, connector_states)
+
+    def _impact_shares(self, packages: list[list[ray.ObjectRef]]) -> list[list[list[ray.ObjectRef]]]:
+        """The new train batches, split among the learners: ``shares[i]`` goes to learner i.
+
+        One learner takes them all (its wait queue drops the oldest when full). Several learners
+        (torch DDP: every update is an all-reduce, so all must run the same number of updates)
+        each get the same number per call, and never more than their wait queue has room for,
+        so their buffers traverse identically and never drop: the remainder of an uneven split
+        and the batches there is no room for wait here for the next call (logged as
+        ``circular_buffer_num_held_back``); beyond ``circular_buffer_queue_size`` per learner
+        the oldest are dropped here instead, counted in
+        ``circular_buffer_num_dropped_by_driver_lifetime``.
+        """
+        num_learners = max(1, self.config.num_learners)
+        if num_learners == 1:
+            return [packages]
+        pending = self._impact_pending
+        pending.extend(packages)
+        queue_size = self.config.circular_buffer_queue_size
+        room = max(0, queue_size - self._impact_learner_waiting)
+        per_learner = min(len(pending) // num_learners, room)
+        shares = [[pending.popleft() for _ in range(per_learner)] for _ in range(num_learners)]
+        dropped = max(0, len(pending) - num_learners * queue_size)
+        for _ in range(dropped):
+            pending.popleft()
+        self.metrics.log_value((LEARNER_RESULTS, ALL_MODULES, HELD_BACK_KEY), len(pending), window=1)
+        self.metrics.log_value((LEARNER_RESULTS, ALL_MODULES, DRIVER_DROPPED_KEY), dropped, reduce="lifetime_sum")
+        return shares
 
     def _impact_sample(self):
         """Fetches ready worker results (relaunching sampling on them), or samples locally."""

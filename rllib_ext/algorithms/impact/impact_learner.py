@@ -15,6 +15,16 @@ Framework-neutral part of Algorithm 1 (paper 004), lines 4 and 6-12:
 * line 12: every ``broadcast_interval`` updates the module weights are returned to the
   Algorithm, which ships them to the workers.
 
+Several learners (``num_learners >= 2``, torch DDP: each backward pass all-reduces the gradients,
+so every learner must run the same updates in the same order or one blocks forever): the driver
+hands every learner the same number of train batches per call, and never more than its wait
+queue takes (``impact.py``), so the buffers traverse identically; the learners pause at an agreed
+draw count (:meth:`IMPACTLearner.stop_draws`, :meth:`IMPACTLearner.pause_thread`); a module
+missing from one learner's drawn batch is left out of that update on every learner
+(:meth:`IMPACTLearner._modules_on_every_learner`); the KL statistics behind η are summed over
+the learners at each target sync, so η stays the same on all; only the first learner snapshots
+weights for the workers.
+
 Everything a checkpoint must carry beyond RLlib's components (KL coefficients, update and sync
 counters) goes through :meth:`get_state` / :meth:`set_state`; the target network's weights are
 part of the RLModule's state. The buffer's contents are transient (like APPO's) and are not
@@ -36,6 +46,7 @@ from ray.rllib.core.learner.training_data import TrainingData
 from ray.rllib.core.learner.utils import update_target_network
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI, ValueFunctionAPI
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.policy.sample_batch import MultiAgentBatch
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.lambda_defaultdict import LambdaDefaultDict
 from ray.rllib.utils.metrics import ALL_MODULES, NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -63,6 +74,11 @@ MEAN_DRAWS_KEY = "circular_buffer_mean_draws_per_batch"
 DROPPED_KEY = "circular_buffer_num_dropped_lifetime"
 BUFFER_WAITING_KEY = "circular_buffer_num_waiting"
 NUM_BROADCASTS_KEY = "num_weight_broadcasts_lifetime"
+#: Per module: drawn module batches left out of an update because another learner's draw had no
+#: data for that module (several learners, multi-agent).
+SKIPPED_MODULE_KEY = "num_module_batches_skipped_lifetime"
+#: Draws not trained on at all because no module had data on every learner (several learners).
+SKIPPED_DRAWS_KEY = "num_draws_skipped_lifetime"
 SUPERSEDED_KEY = "num_weight_snapshots_superseded_lifetime"
 STATE_KEY = "impact"
 
@@ -147,8 +163,11 @@ class IMPACTLearner(Learner):
 
         Returns:
             ``results`` (reduced metrics), ``num_updates`` (since the previous call),
-            ``num_draws_left`` and ``rl_module_state`` (the newest weights snapshot not yet
-            returned, or None).
+            ``num_draws_left``, ``num_waiting`` (batches waiting for a slot at the end of the
+            call, a bound until the next call: the driver hands several learners no more than
+            their wait queue takes) and
+            ``rl_module_state`` (the newest weights snapshot not yet returned, or None; with
+            several learners only the first one snapshots).
 
         Raises:
             Whatever stopped the learner thread (e.g. FloatingPointError for non-finite weights).
@@ -186,6 +205,8 @@ class IMPACTLearner(Learner):
         self.metrics.log_value((ALL_MODULES, BUFFER_HELD_KEY), len(self._buffer), window=1)
         self.metrics.log_value((ALL_MODULES, BUFFER_WAITING_KEY), self._buffer.num_waiting, window=1)
 
+        # Only these calls add to the wait queue: until the next one this bounds it from above.
+        num_waiting = self._buffer.num_waiting
         updates = self._num_updates
         new_updates, self._updates_returned = updates - self._updates_returned, updates
         with self._weights_lock:
@@ -196,6 +217,7 @@ class IMPACTLearner(Learner):
             "results": self.metrics.reduce(),
             "num_updates": new_updates,
             "num_draws_left": self._buffer.num_draws_left,
+            "num_waiting": num_waiting,
             "rl_module_state": rl_module_state,
         }
 
@@ -210,6 +232,10 @@ class IMPACTLearner(Learner):
         with self._update_lock:
             if k == 0:
                 self._attach_target_outputs(batch)  # line 7
+            if self.distributed:
+                batch = self._modules_on_every_learner(batch)
+                if batch is None:
+                    return
             if self._reward is not None:
                 for optimizer in self._named_optimizers.values():
                     if hasattr(optimizer, "report_reward"):
@@ -218,10 +244,45 @@ class IMPACTLearner(Learner):
             # in `after_gradient_based_update`.
             Learner.update(self, batch=batch, timesteps=self._timesteps, _no_metrics_reduce=True)
             # Line 12: a broadcast every t_frequency updates.
-            if self._num_updates % self.config.broadcast_interval == 0:
+            if self._num_updates % self.config.broadcast_interval == 0 and self._learner_index == 0:
+                # With several learners the weights are equal after each update (DDP); the
+                # first learner's snapshot serves all (as RLlib's IMPALA/APPO learners do).
                 self._broadcast_due = True
                 if self.config.learner_thread:
                     self._snapshot_weights()
+
+    def _modules_on_every_learner(self, batch):
+        """The drawn batch with the modules every learner's drawn batch has, in the module order
+        (or None when there are none).
+
+        With DDP a module's backward pass is an all-reduce among the learners, so the learners
+        must train the same modules in the same order:
+
+        * The learners' draws are the same batches by position, not by content: in a
+          multi-agent env one learner's batch can lack a module (no agent mapped to it acted in
+          those env steps). One all-reduce over the trainable modules' presence per update
+          decides; what is left out is counted (:data:`SKIPPED_MODULE_KEY`,
+          :data:`SKIPPED_DRAWS_KEY`).
+        * RLlib runs the forward passes and losses in the batch's module order, which follows
+          the order the agents appear in the drawn episodes. Two learners with different orders
+          issue their modules' all-reduces in different orders, and DDP then averages one
+          module's gradients with another module's of the same shape (silently: measured with
+          two CartPole policies, the learners' weights drifted apart). The batch is rebuilt in
+          the MultiRLModule's order, which every learner has from the driver's spec.
+        """
+        if not self.config.is_multi_agent:
+            return batch  # one module, in every batch (decided by the config: the same on all learners)
+        module_ids = [mid for mid in self.module.keys() if self.should_module_be_updated(mid)]
+        present = self._all_reduce([float(mid in batch.policy_batches) for mid in module_ids], op="min")
+        keep = [mid for mid, p in zip(module_ids, present, strict=True) if p > 0]
+        for mid in module_ids:
+            if mid in batch.policy_batches and mid not in keep:
+                self.metrics.log_value((mid, SKIPPED_MODULE_KEY), 1, reduce="lifetime_sum")
+        if not keep:
+            self.metrics.log_value((ALL_MODULES, SKIPPED_DRAWS_KEY), 1, reduce="lifetime_sum")
+            return None
+        # A new batch: the stored one keeps every module for its later draws.
+        return MultiAgentBatch({mid: batch.policy_batches[mid] for mid in keep}, batch.env_steps())
 
     def _snapshot_weights(self) -> None:
         """Puts the module weights to broadcast in the object store (the newest replaces an older
@@ -266,11 +327,38 @@ class IMPACTLearner(Learner):
             self._thread = None  # a later call starts a new thread (e.g. after a restore)
             raise error
 
-    def pause_thread(self) -> None:
-        """Waits for the learner thread's current update, then holds it until the next
-        :meth:`impact_update` (the Algorithm calls this at the end of each ``train()``: between
-        iterations (evaluation, checkpoints, a race's timer stopped) the weights stand still)."""
-        self._buffer.pause()
+    def stop_draws(self) -> int:
+        """Lets the learner thread start no new draw (without waiting for the running update).
+
+        First half of the pause at the end of each ``train()``: the Algorithm asks every learner
+        for its draws started, then :meth:`pause_thread` with the largest of them. Waiting here
+        for the running update could deadlock several learners: one learner held between
+        updates while another waits inside its update for the first one's all-reduce.
+
+        Returns:
+            The draws started so far, the running one included.
+        """
+        return self._buffer.hold()
+
+    def pause_thread(self, after_draws: int | None = None) -> None:
+        """Lets the learner thread draw on up to ``after_draws`` draws, waits for its updates,
+        then holds it until the next :meth:`impact_update`.
+
+        The Algorithm calls this at the end of each ``train()`` (after :meth:`stop_draws`, with
+        the largest count of any learner): between iterations (evaluation, checkpoints, a race's
+        timer stopped) the weights stand still, and several learners stop after the same update.
+
+        Args:
+            after_draws: The draws (lifetime, :meth:`stop_draws`' count) to finish before
+                holding; None: hold after the running update.
+
+        Raises:
+            Whatever stopped the learner thread, if it stops before reaching ``after_draws``.
+        """
+        while not self._buffer.pause(after_draws=after_draws, timeout=1.0):
+            if not self.learner_thread_alive:
+                break
+        self._raise_thread_error()
 
     @property
     def learner_thread_alive(self) -> bool:
@@ -322,7 +410,13 @@ class IMPACTLearner(Learner):
         self.metrics.log_value((ALL_MODULES, NUM_TARGET_SYNCS_KEY), 1, reduce="lifetime_sum")
 
     def _adapt_kl_coeffs(self) -> None:
-        """η <- adapt(η, mean KL since the last target sync) per module (see ``adapt_kl_coeff``)."""
+        """η <- adapt(η, mean KL since the last target sync) per module (see ``adapt_kl_coeff``).
+
+        With several learners the KL sums and counts are summed over the learners first (one
+        all-reduce; every learner syncs at the same update), so η stays the same on all.
+        """
+        if self.distributed:
+            self._sum_kl_over_learners()
         for module_id in list(self._kl_count):
             config = self.config.get_config_for_module(module_id)
             if not config.use_kl_loss or self._kl_count[module_id] == 0:
@@ -334,6 +428,25 @@ class IMPACTLearner(Learner):
             self.metrics.log_value((module_id, KL_COEFF_KEY), new, window=1)
         self._kl_sum.clear()
         self._kl_count.clear()
+
+    def _sum_kl_over_learners(self) -> None:
+        module_ids = sorted(self.module.keys())
+        local = [self._kl_sum.get(mid, 0.0) for mid in module_ids] + [
+            float(self._kl_count.get(mid, 0)) for mid in module_ids
+        ]
+        total = self._all_reduce(local, op="sum")
+        n = len(module_ids)
+        for mid, kl_sum, count in zip(module_ids, total[:n], total[n:], strict=True):
+            if count > 0:
+                self._kl_sum[mid], self._kl_count[mid] = kl_sum, int(round(count))
+
+    @abc.abstractmethod
+    def _all_reduce(self, values: list[float], op: str) -> list[float]:
+        """``values`` reduced element-wise over the learners (``op``: "sum" or "min").
+
+        A collective: with several learners every learner must call it at the same point of its
+        update sequence.
+        """
 
     @abc.abstractmethod
     def _set_kl_coeff(self, module_id: ModuleID, value: float) -> None:

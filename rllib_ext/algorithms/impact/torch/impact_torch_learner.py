@@ -96,6 +96,16 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
     def _set_kl_coeff(self, module_id: ModuleID, value: float) -> None:
         self.curr_kl_coeffs_per_module[module_id].data.fill_(float(value))
 
+    @override(IMPACTLearner)
+    def _all_reduce(self, values: list[float], op: str) -> list[float]:
+        """torch.distributed's all-reduce in the learners' process group (DDP's: gloo or NCCL)."""
+        if not values:
+            return []
+        tensor = torch.tensor(values, dtype=torch.float64, device=self._device)
+        reduce_op = {"sum": torch.distributed.ReduceOp.SUM, "min": torch.distributed.ReduceOp.MIN}[op]
+        torch.distributed.all_reduce(tensor, op=reduce_op)
+        return tensor.tolist()
+
     @staticmethod
     def _time_major_fn(config, batch):
         """[B*T] -> time-major [T, B], as RLlib's IMPALA/APPO learners lay out V-trace."""

@@ -1,10 +1,25 @@
-"""IMPACTConfig: validate() rejects bad hyperparameters and accepts the ablations and every optimizer name."""
+"""IMPACTConfig: validate() rejects bad hyperparameters and accepts the ablations, every optimizer
+name, several learners, a GPU per learner and several policies; the driver's split of train
+batches among several learners."""
 
 from __future__ import annotations
 
-import pytest
+import collections
 
-from rllib_ext.algorithms.impact.impact import IGNORED_SETTINGS, IMPACTConfig
+import pytest
+from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole
+from ray.rllib.utils.metrics import ALL_MODULES, LEARNER_RESULTS
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+from rllib_ext.algorithms.impact.impact import (
+    DRIVER_DROPPED_KEY,
+    HELD_BACK_KEY,
+    IGNORED_SETTINGS,
+    IMPACT,
+    IMPACTConfig,
+)
+from rllib_ext.common.guards import FiniteSingleAgentEnvRunner
 
 
 @pytest.mark.parametrize(
@@ -116,3 +131,86 @@ def test_every_registered_optimizer_name_validates_and_others_fail():
         IMPACTConfig().environment("CartPole-v1").training(optimizer="adamw").validate()
     with pytest.raises(ValueError, match="optimizer_kwargs"):
         IMPACTConfig().environment("CartPole-v1").training(optimizer_kwargs=[0.9]).validate()
+
+
+def _two_policies(config):
+    return config.environment(MultiAgentCartPole, env_config={"num_agents": 2}).multi_agent(
+        policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kwargs: f"p{agent_id}"
+    )
+
+
+def test_several_learners_a_gpu_per_learner_and_several_policies_validate():
+    IMPACTConfig().environment("CartPole-v1").learners(num_learners=2).validate()
+    for learner_thread in (True, False):
+        IMPACTConfig().environment("CartPole-v1").learners(num_learners=4).training(
+            learner_thread=learner_thread
+        ).validate()
+    config = IMPACTConfig().environment("CartPole-v1").learners(num_learners=1, num_gpus_per_learner=1)
+    config.validate()  # the paper's one learner on one GPU (§4.3); the GPU is needed at build time
+    config = _two_policies(IMPACTConfig())
+    assert config.env_runner_cls is FiniteSingleAgentEnvRunner
+    config.validate()
+    assert config.env_runner_cls is MultiAgentEnvRunner  # several policies sample in RLlib's runner
+    _two_policies(IMPACTConfig()).learners(num_learners=2).validate()
+
+
+def test_a_multi_agent_env_without_policies_and_policies_without_one_are_named():
+    config = IMPACTConfig().environment(MultiAgentCartPole, env_config={"num_agents": 2})
+    with pytest.raises(ValueError, match=r"is a MultiAgentEnv: .*config.multi_agent\(policies=..., policy_mapping_fn"):
+        config.validate()
+    config = (
+        IMPACTConfig()
+        .environment("CartPole-v1")
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda *a, **k: "p0")
+    )
+    with pytest.raises(ValueError, match=r"`policies` \['p0', 'p1'\] .* env 'CartPole-v1' is not a MultiAgentEnv"):
+        config.validate()
+
+
+class _Driver:
+    """The driver state IMPACT._impact_shares reads and writes (no Ray, no actors)."""
+
+    _impact_shares = IMPACT._impact_shares
+
+    def __init__(self, num_learners, queue_size):
+        self.config = IMPACTConfig().learners(num_learners=num_learners).training(circular_buffer_queue_size=queue_size)
+        self._impact_pending = collections.deque()
+        self._impact_learner_waiting = 0
+        self.metrics = MetricsLogger()
+
+    def peek(self, key):
+        return self.metrics.peek((LEARNER_RESULTS, ALL_MODULES, key))
+
+
+def test_one_learner_takes_every_train_batch():
+    driver = _Driver(num_learners=1, queue_size=2)
+    assert driver._impact_shares(["a", "b", "c"]) == [["a", "b", "c"]]
+    assert not driver._impact_pending
+
+
+def test_several_learners_get_equal_shares_within_their_wait_queues_and_the_rest_waits_or_is_counted():
+    """(a) of issue 21's several-learner item: the same number of train batches per learner and
+    call, never more than a wait queue takes (so no learner drops by timing), the remainder held
+    back for the next call, the oldest dropped here once every queue is full, each one counted."""
+    driver = _Driver(num_learners=2, queue_size=2)
+    handed = []
+
+    def call(new, learners_waiting):
+        driver._impact_learner_waiting = learners_waiting  # what the last impact_update reported
+        shares = driver._impact_shares(new)
+        assert len({len(share) for share in shares}) == 1  # equal shares
+        assert all(learners_waiting + len(share) <= 2 for share in shares)  # within the wait queue
+        handed.extend(item for share in shares for item in share)
+        return shares
+
+    assert call(["p0", "p1", "p2", "p3", "p4"], 0) == [["p0", "p1"], ["p2", "p3"]]
+    assert driver.peek(HELD_BACK_KEY) == 1  # "p4": an uneven remainder waits for the next call
+    assert call(["p5", "p6"], 2) == [[], []]  # the learners' queues are full: nothing goes out
+    assert driver.peek(HELD_BACK_KEY) == 3
+    assert call(["p7", "p8", "p9"], 2) == [[], []]  # 6 > 2 learners x 2: the two oldest are dropped
+    assert driver.peek(HELD_BACK_KEY) == 4 and driver.peek(DRIVER_DROPPED_KEY) == 2
+    assert call([], 1) == [["p6"], ["p7"]]  # room for one each
+    assert call(["p10"], 0) == [["p8"], ["p9"]] and driver.peek(HELD_BACK_KEY) == 1
+    # None lost silently: every train batch was handed out once, dropped (counted) or still waits.
+    assert sorted(handed + ["p4", "p5"] + list(driver._impact_pending)) == sorted(f"p{i}" for i in range(11))
+    assert len(set(handed)) == len(handed)
