@@ -176,6 +176,15 @@ def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers:
     return gym.make(config.env, **dict(config.env_config or {}))
 
 
+def _driver_env(config: AlgorithmConfig) -> gym.Env | None:
+    """One env built on the driver (the caller closes it); an error naming the env if it fails."""
+    try:
+        return make_single_env(config)
+    except Exception as e:  # noqa: BLE001 - reported as a config error naming the env
+        config._value_error(f"{algo_name(config)}: cannot create env {config.env!r}: {type(e).__name__}: {e}")
+        return None
+
+
 def env_spaces(config: AlgorithmConfig) -> tuple[gym.Space, gym.Space] | None:
     """(observation space, action space) the algorithm will see, or None when there is nothing to check.
 
@@ -189,10 +198,8 @@ def env_spaces(config: AlgorithmConfig) -> tuple[gym.Space, gym.Space] | None:
         return None
     obs_space, act_space = config.observation_space, config.action_space
     if obs_space is None or act_space is None:
-        try:
-            env = make_single_env(config)
-        except Exception as e:  # noqa: BLE001 - reported as a config error naming the env
-            config._value_error(f"{algo_name(config)}: cannot create env {config.env!r}: {type(e).__name__}: {e}")
+        env = _driver_env(config)
+        if env is None:
             return None
         try:
             obs_space = obs_space or env.observation_space
@@ -250,10 +257,8 @@ def module_spaces(config: AlgorithmConfig) -> dict[str, tuple[gym.Space, gym.Spa
     name = algo_name(config)
     if not config.is_multi_agent and config.observation_space is not None and config.action_space is not None:
         return {DEFAULT_MODULE_ID: (config.observation_space, config.action_space)}
-    try:
-        env = make_single_env(config)
-    except Exception as e:  # noqa: BLE001 - reported as a config error naming the env
-        config._value_error(f"{name}: cannot create env {config.env!r}: {type(e).__name__}: {e}")
+    env = _driver_env(config)
+    if env is None:
         return None
     try:
         multi_agent_env = isinstance(env.unwrapped, MultiAgentEnv)
