@@ -64,6 +64,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_ext.algorithms.impact.reward_clipping import add_reward_clipping, clip_rewards_error
 from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
@@ -393,6 +394,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             )
         if self.num_aggregator_actors_per_learner > 0:
             self._value_error("IMPACT_EXT does not use aggregator actors: set `num_aggregator_actors_per_learner=0`")
+        if (error := clip_rewards_error(self.clip_rewards)) is not None:
+            self._value_error(error)
         check_finite_settings(self)
         super().validate()
         # RLlib's default networks (its catalog) decide which spaces work: Discrete, Box and
@@ -417,6 +420,17 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         from rllib_ext.algorithms.impact.torch.impact_torch_learner import IMPACTTorchLearner
 
         return IMPACTTorchLearner
+
+    @override(APPOConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        """APPO's learner pipeline, plus the train batch's reward clipping when ``clip_rewards`` is set.
+
+        RLlib 2.60's new API stack does not read ``clip_rewards``; IMPACT_EXT clips the rewards
+        the loss sees (``reward_clipping.ClipRewards``), not those the env runners report.
+        """
+        pipeline = super().build_learner_connector(input_observation_space, input_action_space, device)
+        add_reward_clipping(pipeline, self.clip_rewards)
+        return pipeline
 
     @override(APPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:
