@@ -276,26 +276,21 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             This updated config.
         """
         super().training(**kwargs)
-        if surrogate_ratio is not NotProvided:
-            self.surrogate_ratio = surrogate_ratio
-        if value_target is not NotProvided:
-            self.value_target = value_target
-        if vtrace_clip_c_threshold is not NotProvided:
-            self.vtrace_clip_c_threshold = vtrace_clip_c_threshold
-        if force_target_network_update_freq is not NotProvided:
-            self.force_target_network_update_freq = force_target_network_update_freq
-        if learner_thread is not NotProvided:
-            self.learner_thread = learner_thread
-        if circular_buffer_queue_size is not NotProvided:
-            self.circular_buffer_queue_size = circular_buffer_queue_size
-        if standardize_advantages is not NotProvided:
-            self.standardize_advantages = standardize_advantages
-        if optimizer is not NotProvided:
-            self.optimizer = optimizer
-        if optimizer_kwargs is not NotProvided:
-            self.optimizer_kwargs = optimizer_kwargs  # validate() names a non-dict
-        if torch_num_threads is not NotProvided:
-            self.torch_num_threads = torch_num_threads
+        own = {
+            "surrogate_ratio": surrogate_ratio,
+            "value_target": value_target,
+            "vtrace_clip_c_threshold": vtrace_clip_c_threshold,
+            "force_target_network_update_freq": force_target_network_update_freq,
+            "learner_thread": learner_thread,
+            "circular_buffer_queue_size": circular_buffer_queue_size,
+            "standardize_advantages": standardize_advantages,
+            "optimizer": optimizer,
+            "optimizer_kwargs": optimizer_kwargs,  # validate() names a non-dict
+            "torch_num_threads": torch_num_threads,
+        }
+        for name, value in own.items():
+            if value is not NotProvided:
+                setattr(self, name, value)
         return self
 
     @property
