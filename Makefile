@@ -19,10 +19,11 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # torch first, pinned: on these machines 2.13.0 is a CPU wheel on local disk; an unpinned torch
-# would pull a multi-GB CUDA build. The package itself only asks for torch>=2.4.
+# would pull a multi-GB CUDA build. The package itself only asks for torch>=2.4. The `atari` extra
+# (ale-py, opencv-python-headless) is for rllib_ext/Atari42-v0 and its tests.
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[dev,atari]"
 	touch $(STAMP)
 
 install: $(STAMP)

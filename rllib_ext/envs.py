@@ -1,9 +1,13 @@
-"""Small environments shipped with rllib_ext for tests and benchmarks.
+"""Environments shipped with rllib_ext: small ones for tests and benchmarks, and paper 004's Atari setup.
 
 ``rllib_ext/VariableLength-v0`` (:class:`VariableLengthEnv`) is a tiny task whose episodes vary in
 length, which is what the asynchronous algorithms (DFD, AES-RL, IMPACT) are about: a synchronous
 method waits for the longest episode of a batch. ``step_sleep_s`` stands in for an expensive
 simulator so that benchmarks can run more env runners than there are cores.
+
+``rllib_ext/Atari42-v0`` (:func:`make_atari42`) is an ALE game as paper 004 §4.3 feeds it to its
+network: four stacked 42x42 grey frames. It needs the ``atari`` extra (``ale-py``, whose wheel
+ships the ROMs, and ``opencv-python-headless``, which RLlib's frame wrapper resizes with).
 """
 
 from __future__ import annotations
@@ -129,3 +133,76 @@ class FaultyEnv(VariableLengthEnv):
             else:
                 reward = float("nan")
         return obs, reward, terminated, truncated, info
+
+
+#: How to get what ``rllib_ext/Atari42-v0`` needs beyond the base install.
+ATARI_INSTALL_HINT = "pip install 'rllib-ext[atari]' (from a checkout: pip install -e '.[atari]')"
+
+
+def _import_ale_py():
+    """``ale_py`` with its games registered in gymnasium, or an ImportError saying what to install."""
+    try:
+        import ale_py
+    except ImportError as e:
+        raise ImportError(
+            f"rllib_ext/Atari42-v0 needs the ale-py package (the Atari emulator; its wheel ships the ROMs): "
+            f"{ATARI_INSTALL_HINT}"
+        ) from e
+    try:
+        import cv2  # noqa: F401 - RLlib's WarpFrame grey-scales and resizes with OpenCV
+    except ImportError as e:
+        raise ImportError(
+            "rllib_ext/Atari42-v0 needs OpenCV (opencv-python-headless) for RLlib's frame resizing: "
+            f"{ATARI_INSTALL_HINT}"
+        ) from e
+    gym.register_envs(ale_py)
+    return ale_py
+
+
+def make_atari42(
+    game: str = "ALE/Pong-v5",
+    dim: int = 42,
+    framestack: int = 4,
+    repeat_action_probability: float = 0.0,
+    **ale_kwargs,
+) -> gym.Env:
+    """An ALE game as paper 004 §4.3's Atari runs see it: a stack of four 42x42 grey frames.
+
+    The ALE env is made with ``frameskip=1``; RLlib's ``wrap_atari_for_new_api_stack`` (the
+    new-stack version of the DeepMind wrappers the authors' RLlib used) then repeats each action
+    on 4 frames and keeps the max of the last two, grey-scales and resizes to ``dim`` x ``dim``,
+    scales pixels to [-1, 1], starts with up to 30 no-ops, presses FIRE where the game needs it,
+    ends an episode at each lost life and stacks the last ``framestack`` frames:
+    observations are ``Box(-1, 1, (dim, dim, framestack), float32)``. Rewards are not clipped
+    here (``clip_rewards`` in the algorithm's config does that for training only, so that the
+    reported returns are the game's).
+
+    Args:
+        game: A gymnasium id of an ALE game, e.g. ``"ALE/Pong-v5"``.
+        dim: Side of the square grey frames (42 in the paper).
+        framestack: Frames stacked per observation (4 in the paper).
+        repeat_action_probability: ALE's sticky actions. 0.0 (the ``NoFrameskip-v4`` games
+            the paper's RLlib ran, and RLlib's Atari examples); ALE v5's own default is 0.25.
+        **ale_kwargs: Further arguments of the ALE env (``full_action_space``, ``mode``, ...).
+            ``frameskip`` may only be 1: the wrapper does the skipping.
+
+    Raises:
+        ImportError: Without ``ale-py`` or OpenCV (the ``atari`` extra).
+        ValueError: For a bad argument.
+    """
+    if not isinstance(game, str) or not game:
+        raise ValueError(f"rllib_ext/Atari42-v0: `game` must be an ALE gymnasium id (e.g. 'ALE/Pong-v5'), got {game!r}")
+    for name, value in (("dim", dim), ("framestack", framestack)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"rllib_ext/Atari42-v0: `{name}` must be an integer >= 1, got {value!r}")
+    if ale_kwargs.get("frameskip", 1) != 1:
+        raise ValueError(
+            f"rllib_ext/Atari42-v0: `frameskip` must be 1 (got {ale_kwargs['frameskip']!r}): RLlib's wrapper "
+            "repeats each action on 4 frames itself"
+        )
+    _import_ale_py()
+    from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+    ale_kwargs["frameskip"] = 1
+    env = gym.make(game, repeat_action_probability=repeat_action_probability, **ale_kwargs)
+    return wrap_atari_for_new_api_stack(env, dim=dim, framestack=framestack)

@@ -333,6 +333,43 @@ def metric_of(result: dict[str, Any], path: str) -> float | None:
     return None
 
 
+def protocol_of(args) -> dict[str, Any]:
+    """The row's ``protocol``: budget and evaluation, the same for every run of a race."""
+    return {
+        "budget_env_steps": args.budget_env_steps,
+        "budget_s": args.budget_s,
+        "eval_every_env_steps": args.eval_every_env_steps,
+        "eval_episodes": args.eval_episodes,
+        "eval_actions": "deterministic",
+        "wall_s": "train() only",
+    }
+
+
+def check_append(path: str, entries: Sequence[Entry], args) -> None:
+    """Raises RaceError unless the new runs can join the race in ``path``.
+
+    Every existing row must share this invocation's protocol and machine, an entry that already
+    has rows must have been run with the same settings, and no (algorithm, seed) may run twice.
+    """
+    from benchmarks.harness.rows import read_rows
+
+    rows = read_rows(path)
+    protocol, machine = protocol_of(args), Machine.this()
+    by_label = {e.label: e for e in entries}
+    for row in rows:
+        if row.protocol != protocol:
+            raise RaceError(f"--append: {path} was run with protocol {row.protocol}, this invocation has {protocol}")
+        if row.machine != machine:
+            raise RaceError(f"--append: {path} was run on {row.machine}, this machine is {machine}")
+        entry = by_label.get(row.algorithm)
+        if entry is None:
+            continue
+        if json.dumps(row.settings, sort_keys=True) != json.dumps(entry.settings, sort_keys=True):
+            raise RaceError(f"--append: {row.algorithm}'s settings differ from its rows in {path}")
+        if row.seed in args.seeds:
+            raise RaceError(f"--append: {path} already has {row.algorithm} seed {row.seed}")
+
+
 def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
     """Trains one algorithm with one seed to the budget, evaluating on the way; returns its row."""
     date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
@@ -393,14 +430,7 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
         settings=entry.settings,
         shared_keys=sorted((set(args.common) | set(EXECUTION_KEYS) | {"threads"}) - set(args.variable)),
         variable=sorted(args.variable),
-        protocol={
-            "budget_env_steps": args.budget_env_steps,
-            "budget_s": args.budget_s,
-            "eval_every_env_steps": args.eval_every_env_steps,
-            "eval_episodes": args.eval_episodes,
-            "eval_actions": "deterministic",
-            "wall_s": "train() only",
-        },
+        protocol=protocol_of(args),
         machine=Machine.this(),
         date=date,
         curve=Curve(env_steps=env_steps, wall_s=wall_s, eval_return=returns),
@@ -457,6 +487,12 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default=RESULTS_DIR)
     p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all cores)")
     p.add_argument("--threads", type=int, default=1, help="torch/OMP threads (driver, workers, torch_num_threads)")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="add runs (more seeds, or more algorithms) to an existing race; refused unless the protocol, "
+        "the machine and each algorithm's settings equal its rows', and for an (algorithm, seed) that has a row",
+    )
     p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
     return p
 
@@ -504,9 +540,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     race = args.race or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
     out = os.path.join(args.results_dir, args.benchmark, f"{race}.jsonl")
     try:
-        if os.path.exists(out):
-            raise RaceError(f"{out} exists: give another --race")
+        if os.path.exists(out) and not args.append:
+            raise RaceError(f"{out} exists: give another --race (or --append to add runs to it)")
+        if args.append and not os.path.exists(out):
+            raise RaceError(f"--append: {out} does not exist")
         entries = plan(args, own)
+        if args.append:
+            check_append(out, entries, args)
     except RaceError as e:
         print(f"race: error: {e}", file=sys.stderr)
         return 2

@@ -15,7 +15,8 @@ The rules, each failure naming the file, the key, the YAML value and the default
 * ``usage`` (a command, or a list of them) names the algorithm the table is for (``--algo``) and
   the file itself; every usage parses and validates through the CLI's own path
   (``cli.build_config``, which starts no Ray). ``paper`` names the source. A file without these
-  fails; no file is skipped.
+  fails; no file is skipped. Validating builds the env, so the usage of a file whose env needs an
+  optional extra (``configs/impact_atari.yaml``: ``.[atari]``) is skipped where the extra is missing.
 * Every value under ``config`` equals the algorithm's Config default
   (``registry.resolve_algorithm_class(name).get_default_config()``; ``model_config`` key by key,
   as ``model_config.KEY``, with RLlib's ``DefaultModelConfig`` under it for RLlib's own modules)
@@ -37,7 +38,7 @@ import pytest
 import yaml
 
 from rllib_ext import cli
-from tests.helpers import NOT_A_CONFIG_DEFAULT, REPO, same_value, settings_with_defaults
+from tests.helpers import NOT_A_CONFIG_DEFAULT, REPO, same_value, settings_with_defaults, skip_without_env_extra
 
 CONFIGS = sorted(glob.glob(os.path.join(REPO, "configs", "*.yaml")))
 IDS = [os.path.basename(p) for p in CONFIGS]
@@ -120,6 +121,7 @@ def test_usage_parses_and_validates_through_the_cli(path, usage):
     """The file's own command line, as `rllib train` parses and validates it (no Ray)."""
     argv = ["@" + os.path.join(REPO, a[1:]) if a.startswith("@") else a for a in shlex.split(usage)[1:]]
     args = cli.make_parser().parse_args(argv)
+    skip_without_env_extra(args.env)  # validating builds the env: an Atari env needs the `atari` extra
     overrides = cli.parse_config_options(args.config)
     assert overrides == {**load(path)["config"], **overrides}, "the file's settings are not all passed on"
     algo_cls = cli.resolve_algorithm(args.algo)

@@ -260,3 +260,36 @@ def test_metric_of_reads_a_path():
     assert race.metric_of(result, "a/b") == 2.0 and race.metric_of(result, "n") == 1.5
     for path in ("a/nan", "a/flag", "a/c", "a/missing", "n/deeper", "a"):
         assert race.metric_of(result, path) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# --append: more seeds (or algorithms) join an existing race only on equal terms.
+# ---------------------------------------------------------------------------------------------
+def test_append_accepts_new_seeds_and_refuses_a_rerun_or_other_settings(tmp_path):
+    row = run_fake(tmp_path, FakeAlgo)  # "L" seed 0, written to tmp_path / "r.jsonl"
+    path = str(tmp_path / "r.jsonl")
+    argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
+    settings = dict(row.settings)
+
+    def check(*extra, settings=settings):
+        args, _ = race.parse_args([*argv, *extra])
+        entry = race.Entry("L", "ES_EXT", FakeAlgo, FakeConfig(FakeAlgo), settings, lambda algo, k: [1.0] * k)
+        race.check_append(path, [entry], args)
+
+    check("--seeds", "1", "2")  # new seeds, same settings and protocol
+    with pytest.raises(race.RaceError, match="already has L seed 0"):
+        check("--seeds", "0", "1")
+    with pytest.raises(race.RaceError, match="L's settings differ"):
+        check("--seeds", "1", settings={**settings, "lr": 0.1})
+    with pytest.raises(race.RaceError, match="protocol"):
+        check("--seeds", "1", "--eval-episodes", "3")
+
+
+def test_append_needs_an_existing_race_and_a_fresh_race_needs_a_new_name(tmp_path, capsys):
+    argv = [*BASE, "--common", json.dumps(COMMON), "--results-dir", str(tmp_path), "--race", "x"]
+    assert race.main([*argv, "--append", "--dry-run"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "impact_vs_appo").mkdir()
+    (tmp_path / "impact_vs_appo" / "x.jsonl").write_text("")
+    assert race.main([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
+    assert "--append" in capsys.readouterr().err

@@ -75,6 +75,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_ext.algorithms.impact.reward_clipping import add_reward_clipping, clip_rewards_error
 from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
@@ -292,26 +293,21 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             This updated config.
         """
         super().training(**kwargs)
-        if surrogate_ratio is not NotProvided:
-            self.surrogate_ratio = surrogate_ratio
-        if value_target is not NotProvided:
-            self.value_target = value_target
-        if vtrace_clip_c_threshold is not NotProvided:
-            self.vtrace_clip_c_threshold = vtrace_clip_c_threshold
-        if force_target_network_update_freq is not NotProvided:
-            self.force_target_network_update_freq = force_target_network_update_freq
-        if learner_thread is not NotProvided:
-            self.learner_thread = learner_thread
-        if circular_buffer_queue_size is not NotProvided:
-            self.circular_buffer_queue_size = circular_buffer_queue_size
-        if standardize_advantages is not NotProvided:
-            self.standardize_advantages = standardize_advantages
-        if optimizer is not NotProvided:
-            self.optimizer = optimizer
-        if optimizer_kwargs is not NotProvided:
-            self.optimizer_kwargs = optimizer_kwargs  # validate() names a non-dict
-        if torch_num_threads is not NotProvided:
-            self.torch_num_threads = torch_num_threads
+        own = {
+            "surrogate_ratio": surrogate_ratio,
+            "value_target": value_target,
+            "vtrace_clip_c_threshold": vtrace_clip_c_threshold,
+            "force_target_network_update_freq": force_target_network_update_freq,
+            "learner_thread": learner_thread,
+            "circular_buffer_queue_size": circular_buffer_queue_size,
+            "standardize_advantages": standardize_advantages,
+            "optimizer": optimizer,
+            "optimizer_kwargs": optimizer_kwargs,  # validate() names a non-dict
+            "torch_num_threads": torch_num_threads,
+        }
+        for name, value in own.items():
+            if value is not NotProvided:
+                setattr(self, name, value)
         return self
 
     @property
@@ -405,6 +401,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self._value_error("IMPACT_EXT always uses its circular buffer: `use_circular_buffer` must be True")
         if self.num_aggregator_actors_per_learner > 0:
             self._value_error("IMPACT_EXT does not use aggregator actors: set `num_aggregator_actors_per_learner=0`")
+        if (error := clip_rewards_error(self.clip_rewards)) is not None:
+            self._value_error(error)
         check_finite_settings(self)
         if self.is_multi_agent and self.env_runner_cls is FiniteSingleAgentEnvRunner:
             # Several policies sample in RLlib's MultiAgentEnvRunner (without the NaN/inf guard
@@ -434,6 +432,17 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         from rllib_ext.algorithms.impact.torch.impact_torch_learner import IMPACTTorchLearner
 
         return IMPACTTorchLearner
+
+    @override(APPOConfig)
+    def build_learner_connector(self, input_observation_space, input_action_space, device=None):
+        """APPO's learner pipeline, plus the train batch's reward clipping when ``clip_rewards`` is set.
+
+        RLlib 2.60's new API stack does not read ``clip_rewards``; IMPACT_EXT clips the rewards
+        the loss sees (``reward_clipping.ClipRewards``), not those the env runners report.
+        """
+        pipeline = super().build_learner_connector(input_observation_space, input_action_space, device)
+        add_reward_clipping(pipeline, self.clip_rewards)
+        return pipeline
 
     @override(APPOConfig)
     def get_default_rl_module_spec(self) -> RLModuleSpec:

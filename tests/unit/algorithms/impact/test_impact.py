@@ -133,6 +133,16 @@ def test_every_registered_optimizer_name_validates_and_others_fail():
         IMPACTConfig().environment("CartPole-v1").training(optimizer_kwargs=[0.9]).validate()
 
 
+def test_atari_env_without_ale_py_is_one_clear_error_before_any_actor(monkeypatch):
+    """configs/impact_atari.yaml's env without the `atari` extra: validate() names ale-py."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ale_py", None)  # as if ale-py were not installed
+    config = IMPACTConfig().environment("rllib_ext/Atari42-v0", env_config={"game": "ALE/Pong-v5"})
+    with pytest.raises(ValueError, match=r"cannot create env 'rllib_ext/Atari42-v0'.*ale-py.*\[atari\]"):
+        config.validate()
+
+
 def _two_policies(config):
     return config.environment(MultiAgentCartPole, env_config={"num_agents": 2}).multi_agent(
         policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kwargs: f"p{agent_id}"
