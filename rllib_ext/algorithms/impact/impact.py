@@ -30,8 +30,9 @@ driver's ``training_step`` keeps ``max_requests_in_flight_per_env_runner`` (2) s
 in flight per runner, hands finished fragments to the Learner without waiting for updates, and
 ships whatever weights the learner thread last snapshot. The learner thread draws from C(N, K)
 in round robin (each batch exactly K times, interleaved with the other held batches), waits on
-the buffer when it has nothing to draw, and snapshots the weights every ``broadcast_interval``
-updates. When sampling outpaces the learner, worker batches wait for a slot in a queue of
+the buffer when it has nothing to draw, and snapshots the weights when a broadcast is due
+(every ``broadcast_interval`` updates) and the driver has taken the previous snapshot. When
+sampling outpaces the learner, worker batches wait for a slot in a queue of
 ``circular_buffer_queue_size``; a full queue drops its oldest batch (counted in
 ``circular_buffer_num_dropped_lifetime``). ``learner_thread=False`` runs the draws inside
 ``training_step`` instead (the learner then blocks sampling; for debugging and as an ablation).

@@ -79,7 +79,6 @@ NUM_BROADCASTS_KEY = "num_weight_broadcasts_lifetime"
 SKIPPED_MODULE_KEY = "num_module_batches_skipped_lifetime"
 #: Draws not trained on at all because no module had data on every learner (several learners).
 SKIPPED_DRAWS_KEY = "num_draws_skipped_lifetime"
-SUPERSEDED_KEY = "num_weight_snapshots_superseded_lifetime"
 STATE_KEY = "impact"
 
 
@@ -248,8 +247,11 @@ class IMPACTLearner(Learner):
                 # With several learners the weights are equal after each update (DDP); the
                 # first learner's snapshot serves all (as RLlib's IMPALA/APPO learners do).
                 self._broadcast_due = True
-                if self.config.learner_thread:
-                    self._snapshot_weights()
+            # The thread snapshots only when the driver has taken the previous snapshot: the
+            # driver ships at most one per loop, so more would be copied and put for nothing
+            # (on the learner's hot path). A due broadcast waits for the next update after that.
+            if self.config.learner_thread and self._broadcast_due and self._weights is None:
+                self._snapshot_weights()
 
     def _modules_on_every_learner(self, batch):
         """The drawn batch with the modules every learner's drawn batch has, in the module order
@@ -285,8 +287,7 @@ class IMPACTLearner(Learner):
         return MultiAgentBatch({mid: batch.policy_batches[mid] for mid in keep}, batch.env_steps())
 
     def _snapshot_weights(self) -> None:
-        """Puts the module weights to broadcast in the object store (the newest replaces an older
-        one the Algorithm has not taken yet; those are counted as superseded)."""
+        """Puts the module weights to broadcast in the object store, for the Algorithm to take."""
         with self._update_lock:
             state = self.get_state(
                 components=[
@@ -297,8 +298,6 @@ class IMPACTLearner(Learner):
             self._broadcast_due = False
         state[COMPONENT_RL_MODULE] = ray.put(state[COMPONENT_RL_MODULE])
         with self._weights_lock:
-            if self._weights is not None:
-                self.metrics.log_value((ALL_MODULES, SUPERSEDED_KEY), 1, reduce="lifetime_sum")
             self._weights = state
 
     # ------------------------------------------------------------------------------------
