@@ -516,7 +516,10 @@ class AESRL(ERLAlgorithm):
                     self._on_individual(r)
                     finished.append(r)
             self.watch(bool(ok or failed))
-            if time.perf_counter() >= deadline and (finished or self.config.min_time_s_per_iteration is None):
+            # A training_step lasts ≥ 0.5 s and tells at least one individual (as an RLlib
+            # training_step makes at least one update, also with min_time_s_per_iteration=None),
+            # bounded by 60 s more so that a run that has lost every runner still reports.
+            if finished and time.perf_counter() >= deadline:
                 break
             if time.perf_counter() >= deadline + 60:
                 break
