@@ -41,8 +41,11 @@ class ERLConfig(BlackBoxConfig):
     1/K_e (:mod:`rllib_ext.common.population`). Actor (App. A): ``policy_hiddens`` [400, 300], tanh,
     deterministic tanh head. Critic and RL training (TD3): ``critic_hiddens`` [400, 300] (leaky
     ReLU), ``actor_lr`` and ``critic_lr`` 1e-3, ``gamma`` 0.99, ``tau`` 0.005, ``policy_noise``
-    0.2, ``noise_clip`` 0.5, ``policy_delay`` 2, ``rl_batch_size`` 256 (the reference configs;
-    CEM-RL: 100). ``replay_capacity`` 2e5 (App. C.1). ``action_noise``: a_noise, the Gaussian action
+    0.2, ``noise_clip`` 0.5, ``rl_batch_size`` 256 (the reference configs; CEM-RL: 100).
+    ``policy_delay``: the target critic's soft-update period, in critic steps. In this family the
+    actors train in their own jobs against a fixed critic, so TD3's delay acts only on the target
+    critic; default 1, every step, as apourchot/CEM-RL's ``Critic.update`` and aes-rl's critic-only
+    TD3 calls do (2 is TD3's schedule). ``replay_capacity`` 2e5 (App. C.1). ``action_noise``: a_noise, the Gaussian action
     noise (in action half-ranges, Algorithm 2) of *every* fitness evaluation — individuals f(z) and
     the mean f(μ) alike, so that AES-RL's comparison f(z) − f(μ) is not biased by noise on one side
     only. Default 0.0, the reference codes' value: aes-rl runs individuals and μ with ``noise=False``
@@ -84,7 +87,7 @@ class ERLConfig(BlackBoxConfig):
         self.tau = 0.005
         self.policy_noise = 0.2
         self.noise_clip = 0.5
-        self.policy_delay = 2
+        self.policy_delay = 1  # the target critic's period in critic steps: every step, as both references
         self.rl_batch_size = 256
         self.replay_capacity = 200_000
         self.action_noise = 0.0  # the reference codes' (see above); paper 001 App. C.2: 0.1

@@ -41,7 +41,8 @@ class CriticWorker:
     Each :meth:`train` call sets the actor and the target actor used in the TD3 target to the
     given parameters (AES-RL: the population mean μ, as the reference code does; CEM-RL: the RL
     individual about to be trained), then takes ``steps`` critic steps on replay minibatches,
-    soft-updating the target critic every ``policy_delay`` steps (TD3's schedule).
+    soft-updating the target critic every ``policy_delay`` critic steps (1, every step, by default:
+    the references' schedule; see :class:`~rllib_ext.common.erl.config.ERLConfig`).
     """
 
     def __init__(self, obs_dim: int, action_space, settings: dict[str, Any], replay, seed: int | None = None):
