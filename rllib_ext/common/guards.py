@@ -10,6 +10,7 @@
   env that raises (``restart_failed_sub_environments``): the step failure is logged and counted
   (``env_runners/num_env_step_failures``), the env is recreated and the unfinished episode is
   dropped, so no NaN reaches a train batch. RLlib itself does not look at the values.
+  :class:`FiniteMultiAgentEnvRunner` is the same for RLlib's ``MultiAgentEnvRunner``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 import tree
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.env.env_errors import StepFailedRecreateEnvError
+from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.annotations import override
 
@@ -100,37 +102,48 @@ class NonFiniteEnvStepError(StepFailedRecreateEnvError):
     """The env returned a NaN/inf observation or reward (RLlib recreates the env, drops the episode)."""
 
 
-def _first_nonfinite(what: str, value: Any):
+def _numeric_leaves(value: Any):
+    """The leaves of a nested structure, looking into object arrays (a multi-agent vector env
+    returns its rewards as an object array of per-agent dicts)."""
     for leaf in tree.flatten(value):
+        if isinstance(leaf, np.ndarray) and leaf.dtype == object:
+            for item in leaf.ravel():
+                yield from _numeric_leaves(item)
+        else:
+            yield leaf
+
+
+def _first_nonfinite(what: str, value: Any):
+    for leaf in _numeric_leaves(value):
         arr = np.asarray(leaf)
         if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
             return f"non-finite {what}: {arr.tolist() if arr.size <= 8 else arr.shape}"
     return None
 
 
+def raise_if_nonfinite(where: str, obs, rewards=None) -> None:
+    """Raises :class:`NonFiniteEnvStepError` (after a warning) for a NaN/inf observation or reward."""
+    problem = _first_nonfinite("observation", obs) or (
+        _first_nonfinite("reward", rewards) if rewards is not None else None
+    )
+    if problem:
+        logger.warning("rllib_ext: env %s returned a %s; dropping the episode and recreating the env", where, problem)
+        raise NonFiniteEnvStepError(f"env {where} returned a {problem}")
+
+
 class FiniteValuesWrapper(gym.vector.VectorWrapper):
     """Raises :class:`NonFiniteEnvStepError` for a NaN/inf observation (reset, step) or reward."""
-
-    def _check(self, where: str, obs, rewards=None) -> None:
-        problem = _first_nonfinite("observation", obs) or (
-            _first_nonfinite("reward", rewards) if rewards is not None else None
-        )
-        if problem:
-            logger.warning(
-                "rllib_ext: env %s returned a %s; dropping the episode and recreating the env", where, problem
-            )
-            raise NonFiniteEnvStepError(f"env {where} returned a {problem}")
 
     @override(gym.vector.VectorWrapper)
     def reset(self, *, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
-        self._check("reset()", obs)
+        raise_if_nonfinite("reset()", obs)
         return obs, infos
 
     @override(gym.vector.VectorWrapper)
     def step(self, actions):
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
-        self._check("step()", obs, rewards)
+        raise_if_nonfinite("step()", obs, rewards)
         return obs, rewards, terminateds, truncateds, infos
 
 
@@ -138,11 +151,11 @@ class FiniteValuesWrapper(gym.vector.VectorWrapper):
 _RECREATED_ENV_SEED_STRIDE = 10_007
 
 
-class FiniteSingleAgentEnvRunner(SingleAgentEnvRunner):
-    """RLlib's SingleAgentEnvRunner with :class:`FiniteValuesWrapper` around its (vector) env.
+class _FiniteEnvRunnerMixin:
+    """What the single- and multi-agent guarded runners share (put it first among the bases).
 
     Use with ``restart_failed_sub_environments=True`` (the default of the rllib_ext configs that
-    use this runner): a non-finite value then costs the episode, not the runner.
+    use these runners): a non-finite value then costs the episode, not the runner.
 
     Two loops of RLlib 2.60 become errors or progress here:
 
@@ -158,15 +171,21 @@ class FiniteSingleAgentEnvRunner(SingleAgentEnvRunner):
     max_failed_steps_in_a_row = 100
     _failed_steps_in_a_row = 0
 
-    @override(SingleAgentEnvRunner)
+    def _guard_env(self) -> None:
+        """Makes ``self.env`` raise :class:`NonFiniteEnvStepError` on a NaN/inf value."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _episode_ended(terminateds, truncateds) -> bool:
+        raise NotImplementedError
+
     def make_env(self) -> None:
         recreated = self.env is not None
         super().make_env()
-        self.env = FiniteValuesWrapper(self.env)
+        self._guard_env()
         if recreated and self._seed is not None:
             self._seed += _RECREATED_ENV_SEED_STRIDE
 
-    @override(SingleAgentEnvRunner)
     def _try_env_step(self, actions):
         results = super()._try_env_step(actions)
         if isinstance(results, str):  # RLlib's ENV_STEP_FAILURE: the env was recreated
@@ -176,6 +195,48 @@ class FiniteSingleAgentEnvRunner(SingleAgentEnvRunner):
                     f"rllib_ext: the env keeps failing: {self._failed_steps_in_a_row} failed env steps "
                     "(exceptions or NaN/inf values, see the log) without one finished episode"
                 )
-        elif np.any(results[2]) or np.any(results[3]):
+        elif self._episode_ended(results[2], results[3]):
             self._failed_steps_in_a_row = 0
         return results
+
+
+class FiniteSingleAgentEnvRunner(_FiniteEnvRunnerMixin, SingleAgentEnvRunner):
+    """RLlib's SingleAgentEnvRunner with :class:`FiniteValuesWrapper` around its (vector) env
+    (see :class:`_FiniteEnvRunnerMixin`)."""
+
+    def _guard_env(self) -> None:
+        self.env = FiniteValuesWrapper(self.env)
+
+    @staticmethod
+    def _episode_ended(terminateds, truncateds) -> bool:
+        return bool(np.any(terminateds) or np.any(truncateds))
+
+
+class FiniteMultiAgentEnvRunner(_FiniteEnvRunnerMixin, MultiAgentEnvRunner):
+    """RLlib's MultiAgentEnvRunner whose env reports a NaN/inf observation or reward (any agent,
+    any sub-env) as a failed env step, as :class:`FiniteSingleAgentEnvRunner` does.
+
+    RLlib 2.60 asserts that this runner's env *is* a ``VectorMultiAgentEnv``, so the env is not
+    wrapped: its ``step`` and ``reset`` are replaced on the instance by checked ones.
+    """
+
+    def _guard_env(self) -> None:
+        env = self.env
+        step, reset = env.step, env.reset
+
+        def checked_step(actions):
+            out = step(actions)
+            raise_if_nonfinite("step()", out[0], out[1])
+            return out
+
+        def checked_reset(*, seed=None, options=None):
+            obs, infos = reset(seed=seed, options=options)
+            raise_if_nonfinite("reset()", obs)
+            return obs, infos
+
+        env.step, env.reset = checked_step, checked_reset
+
+    @staticmethod
+    def _episode_ended(terminateds, truncateds) -> bool:
+        # One dict per sub-env; "__all__" ends that sub-env's episode.
+        return any(d.get("__all__", False) for d in (*terminateds, *truncateds))

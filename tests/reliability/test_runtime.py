@@ -17,8 +17,13 @@ import numpy as np
 import pytest
 import ray
 import torch
+from ray.rllib.env.multi_agent_env import make_multi_agent
 
-from rllib_ext.common.guards import FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.guards import (
+    FiniteMultiAgentEnvRunner,
+    FiniteSingleAgentEnvRunner,
+    assert_finite_learner_parameters,
+)
 from rllib_ext.envs import FaultyEnv
 from tests.reliability.helpers import EPISODE_LENGTHS, FAULTY_ENV, NAMES, runner_weights_finite, small_config
 
@@ -183,6 +188,48 @@ def test_seeded_runner_does_not_replay_a_failing_episode_forever(ray_session):
 
 def test_env_that_always_fails_is_one_clear_error_not_a_hang(ray_session):
     runner = local_runner("nan_reward", fault_prob=1.0)
+    with pytest.raises(RuntimeError, match="env keeps failing"):
+        runner.sample(num_episodes=1, random_actions=True)
+    runner.stop()
+
+
+class MultiAgentFaulty(make_multi_agent(lambda config: FaultyEnv(**config))):
+    """Two FaultyEnv agents in one MultiAgentEnv: a fault of either agent is the env's fault."""
+
+
+def local_multi_agent_runner(fault, fault_prob):
+    from rllib_ext import IMPACTConfig
+
+    env_config = {**EPISODE_LENGTHS, "fault": fault, "fault_prob": fault_prob, "num_agents": 2}
+    config = (
+        IMPACTConfig()
+        .environment(MultiAgentFaulty, env_config=env_config)
+        .multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda agent_id, episode, **kwargs: f"p{agent_id}")
+        .env_runners(num_env_runners=0)
+        .rl_module(model_config={"fcnet_hiddens": [8]})
+        .debugging(seed=0)
+    )
+    config.validate()
+    assert config.env_runner_cls is FiniteMultiAgentEnvRunner and config.restart_failed_sub_environments
+    return FiniteMultiAgentEnvRunner(config=config)
+
+
+@pytest.mark.parametrize("fault", ["nan_obs", "inf_reward"])
+def test_multi_agent_runner_drops_faulty_episodes_and_counts_them(ray_session, fault):
+    """Several policies (IMPACT_EXT on RLlib's MultiAgentEnvRunner) get the same guard."""
+    runner = local_multi_agent_runner(fault, fault_prob=0.5)
+    episodes = runner.sample(num_episodes=10, random_actions=True)
+    assert len([e for e in episodes if e.is_done]) >= 10
+    for episode in episodes:
+        for agent_episode in episode.agent_episodes.values():
+            assert np.isfinite(np.asarray(agent_episode.get_observations(), dtype=np.float64)).all()
+            assert np.isfinite(np.asarray(agent_episode.get_rewards(), dtype=np.float64)).all()
+    assert runner.get_metrics()["num_env_step_failures"] > 0
+    runner.stop()
+
+
+def test_multi_agent_env_that_always_fails_is_one_clear_error_not_a_hang(ray_session):
+    runner = local_multi_agent_runner("nan_reward", fault_prob=1.0)
     with pytest.raises(RuntimeError, match="env keeps failing"):
         runner.sample(num_episodes=1, random_actions=True)
     runner.stop()

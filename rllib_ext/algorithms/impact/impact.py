@@ -59,7 +59,6 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.algorithms.appo.appo import APPO, APPOConfig
 from ray.rllib.core import COMPONENT_ENV_TO_MODULE_CONNECTOR, COMPONENT_MODULE_TO_ENV_CONNECTOR
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ALL_MODULES,
@@ -77,7 +76,12 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.algorithms.impact.reward_clipping import add_reward_clipping, clip_rewards_error
-from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.guards import (
+    FiniteMultiAgentEnvRunner,
+    FiniteParametersGuard,
+    FiniteSingleAgentEnvRunner,
+    assert_finite_learner_parameters,
+)
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     KeepsMinusOneSettings,
@@ -406,9 +410,8 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
             self._value_error(error)
         check_finite_settings(self)
         if self.is_multi_agent and self.env_runner_cls is FiniteSingleAgentEnvRunner:
-            # Several policies sample in RLlib's MultiAgentEnvRunner (without the NaN/inf guard
-            # of FiniteSingleAgentEnvRunner, which wraps single-agent vector envs only).
-            self.env_runner_cls = MultiAgentEnvRunner
+            # Several policies sample in RLlib's MultiAgentEnvRunner, with the same NaN/inf guard.
+            self.env_runner_cls = FiniteMultiAgentEnvRunner
         super().validate()
         # RLlib's default networks (its catalog) decide which spaces work: Discrete, Box and
         # MultiDiscrete actions; vector or (some) image observations. Per module for several

@@ -45,14 +45,15 @@ class ERLConfig(BlackBoxConfig):
     ``policy_delay``: the target critic's soft-update period, in critic steps. In this family the
     actors train in their own jobs against a fixed critic, so TD3's delay acts only on the target
     critic; default 1, every step, as apourchot/CEM-RL's ``Critic.update`` and aes-rl's critic-only
-    TD3 calls do (2 is TD3's schedule). ``replay_capacity`` 2e5 (App. C.1). ``action_noise``: a_noise, the Gaussian action
-    noise (in action half-ranges, Algorithm 2) of *every* fitness evaluation — individuals f(z) and
-    the mean f(μ) alike, so that AES-RL's comparison f(z) − f(μ) is not biased by noise on one side
-    only. Default 0.0, the reference codes' value: aes-rl runs individuals and μ with ``noise=False``
-    (``algorithm/aesrl.py``, every ``rollout`` job; ``algorithm/cemrl.py``, ``pcemrl.py`` use the
-    ``rollout`` default ``noise=False``, ``core/worker.py``), apourchot's CEM-RL evaluates its
-    population with ``noise=None`` (``es_grad.py``). Paper 001 App. C.2 reports a_noise 0.1: set
-    ``action_noise=0.1`` for it (μ's episodes then get it too).
+    TD3 calls do (2 is TD3's schedule). ``replay_capacity`` 2e5 (App. C.1). ``action_noise``:
+    a_noise, the Gaussian action noise (in action half-ranges, Algorithm 2) of *every* fitness
+    evaluation — individuals f(z) and the mean f(μ) alike, so that AES-RL's comparison f(z) − f(μ)
+    is not biased by noise on one side only. Default 0.0, the reference codes' value: aes-rl runs
+    individuals and μ with ``noise=False`` (``algorithm/aesrl.py``, every ``rollout`` job;
+    ``algorithm/cemrl.py``, ``pcemrl.py`` use the ``rollout`` default ``noise=False``,
+    ``core/worker.py``), apourchot's CEM-RL evaluates its population with ``noise=None``
+    (``es_grad.py``). Paper 001 App. C.2 reports a_noise 0.1: set ``action_noise=0.1`` for it (μ's
+    episodes then get it too).
     ``initial_steps``: individuals act uniformly at random until this many env steps
     (10000; TD3's start steps), ``rl_start_steps``: no RL individual before (None: =
     initial_steps). ``rl_actor_steps``: Adam steps of an RL individual; ``"auto"`` = the env steps

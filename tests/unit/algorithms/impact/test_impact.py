@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 
 import pytest
-from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.examples.envs.classes.multi_agent import MultiAgentCartPole
 from ray.rllib.utils.metrics import ALL_MODULES, LEARNER_RESULTS
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
@@ -19,7 +18,7 @@ from rllib_ext.algorithms.impact.impact import (
     IMPACT,
     IMPACTConfig,
 )
-from rllib_ext.common.guards import FiniteSingleAgentEnvRunner
+from rllib_ext.common.guards import FiniteMultiAgentEnvRunner, FiniteSingleAgentEnvRunner
 
 
 @pytest.mark.parametrize(
@@ -160,7 +159,7 @@ def test_several_learners_a_gpu_per_learner_and_several_policies_validate():
     config = _two_policies(IMPACTConfig())
     assert config.env_runner_cls is FiniteSingleAgentEnvRunner
     config.validate()
-    assert config.env_runner_cls is MultiAgentEnvRunner  # several policies sample in RLlib's runner
+    assert config.env_runner_cls is FiniteMultiAgentEnvRunner  # RLlib's runner, with the NaN/inf guard
     _two_policies(IMPACTConfig()).learners(num_learners=2).validate()
 
 
