@@ -11,7 +11,7 @@ Fujimoto, van Hoof & Meger, "Addressing Function Approximation Error in Actor-Cr
 * :func:`td3_critic_loss`: clipped double-Q target (Fujimoto et al. Eq. 10) with target policy
   smoothing (§5.3), both critics regressed onto it.
 * :func:`td3_actor_loss`: the deterministic policy gradient through Q_θ1 (Eq. 1).
-* :func:`soft_update`: θ' ← τθ + (1 − τ)θ' (Algorithm 1).
+* :func:`~rllib_ext.common.target_networks.soft_update`: θ' ← τθ + (1 − τ)θ' (Algorithm 1).
 * :class:`TD3Updater`: one TD3 iteration — a critic step every call, an actor step and both
   soft target updates every ``policy_delay``-th call (§5.2, delayed policy updates) — with its
   networks, Adam optimizers, counters and state. Framework-neutral (plain torch), so that an
@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rllib_ext.common.policies import MLPPolicy
+from rllib_ext.common.target_networks import soft_update
 
 #: Hidden sizes of the actor and of each critic, paper 001 App. A ((256, 256) for Humanoid).
 PAPER_HIDDENS = (400, 300)
@@ -161,15 +162,6 @@ def td3_actor_loss(actor: MLPPolicy, critic: TwinCritic, obs: torch.Tensor) -> t
 
 
 @torch.no_grad()
-def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
-    """θ' ← τθ + (1 − τ)θ' for every parameter and float buffer (Algorithm 1)."""
-    for t, s in zip(target.parameters(), source.parameters(), strict=True):
-        t.lerp_(s, tau)
-    for t, s in zip(target.buffers(), source.buffers(), strict=True):
-        if t.is_floating_point():
-            t.copy_(s)  # constants such as the action bounds: copied, not averaged
-
-
 class TD3Updater:
     """TD3's networks, optimizers and update schedule (Fujimoto et al. 2018, Algorithm 1).
 

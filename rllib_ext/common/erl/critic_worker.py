@@ -9,7 +9,8 @@ import numpy as np
 import ray
 import torch
 
-from rllib_ext.common.td3 import TD3Updater, make_actor, soft_update
+from rllib_ext.common.target_networks import soft_update
+from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.transitions import writable
 
 

@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from rllib_ext.common.policies import MLPPolicy
-from rllib_ext.common.td3 import TD3Updater, TwinCritic, soft_update, td3_actor_loss, td3_critic_loss
+from rllib_ext.common.target_networks import soft_update
+from rllib_ext.common.td3 import TD3Updater, TwinCritic, td3_actor_loss, td3_critic_loss
 
 LOW, HIGH = np.array([-1.0, 0.0], np.float32), np.array([3.0, 1.0], np.float32)  # half (2, 0.5)
 

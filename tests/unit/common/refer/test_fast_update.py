@@ -14,7 +14,7 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from rllib_ext.algorithms.ddpg.ddpg import DDPGConfig
 from rllib_ext.algorithms.naf.naf import NAFConfig
 from rllib_ext.algorithms.vracer.vracer import VRACERConfig
-from rllib_ext.common.refer.torch_learner import soft_update, soft_update_tensors
+from rllib_ext.common.target_networks import lerp_targets, soft_update_tensors
 from tests.builders import small_refer_learner
 from tests.replay_data import replay_episode
 
@@ -81,7 +81,7 @@ def test_soft_update_equals_rllib_update_target_network():
         reference = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Softsign(), torch.nn.BatchNorm1d(8))
         reference.load_state_dict(target.state_dict())
         update_target_network(main_net=main, target_net=reference, tau=tau)
-        soft_update(*soft_update_tensors(main, target), tau)
+        lerp_targets(*soft_update_tensors(main, target), tau)
         for k, v in reference.state_dict().items():
             torch.testing.assert_close(target.state_dict()[k], v, rtol=1e-6, atol=1e-7, msg=k)
 
