@@ -82,15 +82,32 @@ def assert_finite_learner_parameters(algo: Algorithm, when: str = "after the tra
         )
 
 
+def nonfinite_state_entries(state: Any, prefix: str = "") -> list[str]:
+    """Paths ("module/param") of the floating-point arrays in a nested state dict that hold a
+    NaN or ±inf (e.g. a learner's ``get_state`` weights snapshot)."""
+    if isinstance(state, dict):
+        return [bad for k, v in state.items() for bad in nonfinite_state_entries(v, f"{prefix}{k}/")]
+    arr = np.asarray(state) if isinstance(state, (np.ndarray, torch.Tensor, float)) else None
+    if arr is not None and arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+        return [prefix.rstrip("/")]
+    return []
+
+
 class FiniteParametersGuard:
     """Algorithm mixin: every training iteration ends with :func:`assert_finite_learner_parameters`.
 
-    Put it first among the bases: ``class IMPACT(FiniteParametersGuard, APPO)``.
+    Put it first among the bases: ``class IMPACT(FiniteParametersGuard, APPO)``. An algorithm
+    whose learners update in their own threads holds them first (:meth:`hold_learners`), so
+    the check never reads weights in the middle of an optimizer step.
     """
+
+    def hold_learners(self) -> None:
+        """Stops every learner-side update that could run during the check (none by default)."""
 
     @override(Algorithm)
     def step(self):
         results = super().step()
+        self.hold_learners()
         assert_finite_learner_parameters(self)
         return results
 

@@ -80,7 +80,6 @@ from rllib_ext.common.guards import (
     FiniteMultiAgentEnvRunner,
     FiniteParametersGuard,
     FiniteSingleAgentEnvRunner,
-    assert_finite_learner_parameters,
 )
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
@@ -484,15 +483,10 @@ class IMPACT(FiniteParametersGuard, APPO):
 
     @override(APPO)
     def step(self):
-        """One ``train()`` iteration; the learner threads are held from its end to the next one.
-
-        Held at an agreed draw: every learner stops drawing and reports the draws it started,
-        then all draw on to the largest count and wait for their updates (with several learners
-        an update is an all-reduce, so a learner held while another is inside the same update
-        would block both forever; see ``IMPACTLearner.stop_draws``).
-        """
+        """One ``train()`` iteration; the learner threads are held from its end to the next one
+        (:meth:`hold_learners`, before the guard's finite-weights check reads the weights)."""
         try:
-            results = super().step()
+            return super().step()
         except BaseException:
             if self.config.learner_thread:
                 # No new draws; the running updates finish on their own (or fail with the error,
@@ -500,10 +494,20 @@ class IMPACT(FiniteParametersGuard, APPO):
                 with contextlib.suppress(Exception):
                     self._impact_foreach_learner(lambda learner: learner.stop_draws())
             raise
+
+    @override(FiniteParametersGuard)
+    def hold_learners(self) -> None:
+        """Holds the learner threads at an agreed draw until the next ``training_step``.
+
+        Every learner stops drawing and reports the draws it started, then all draw on to the
+        largest count and wait for their updates (with several learners an update is an
+        all-reduce, so a learner held while another is inside the same update would block both
+        forever; see ``IMPACTLearner.stop_draws``). Between iterations (the finite-weights
+        check, evaluation, checkpoints, a race's stopped timer) the weights then stand still.
+        """
         if self.config.learner_thread:
             target = max(self._impact_foreach_learner(lambda learner: learner.stop_draws()))
             self._impact_foreach_learner(lambda learner, _t=target: learner.pause_thread(after_draws=_t))
-        return results
 
     def _impact_foreach_learner(self, func) -> list[Any]:
         """``func(learner)`` on every learner at once (remote ones concurrently); their results."""
@@ -563,9 +567,10 @@ class IMPACT(FiniteParametersGuard, APPO):
         if learner_results:
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
 
-        # Algorithm 1 line 12 / Worker-i line 7: broadcast the weights (never non-finite ones).
+        # Algorithm 1 line 12 / Worker-i line 7: broadcast the weights. The learner checked the
+        # snapshot for NaN/inf when it took it (never the live weights here: with the learner
+        # thread they may be in the middle of an optimizer step).
         if rl_module_state is not None:
-            assert_finite_learner_parameters(self, "before broadcasting them to the env runners")
             # The connector states of this loop's fragments, as RLlib's IMPALA merges them.
             self._impact_broadcast(rl_module_state, connector_states)
 

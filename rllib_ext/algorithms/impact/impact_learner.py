@@ -55,6 +55,7 @@ from ray.rllib.utils.typing import ModuleID, StateDict
 
 from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
 from rllib_ext.algorithms.impact.utils import adapt_kl_coeff
+from rllib_ext.common.guards import nonfinite_state_entries
 
 logger = logging.getLogger(__name__)
 
@@ -287,7 +288,13 @@ class IMPACTLearner(Learner):
         return MultiAgentBatch({mid: batch.policy_batches[mid] for mid in keep}, batch.env_steps())
 
     def _snapshot_weights(self) -> None:
-        """Puts the module weights to broadcast in the object store, for the Algorithm to take."""
+        """Copies the module weights to broadcast into the object store, for the Algorithm to take.
+
+        Taken, checked and copied (``ray.put``) between updates: the state's arrays share
+        memory with the live parameters, which the next update changes in place (with the
+        learner thread, while the driver is elsewhere). Non-finite weights are never published:
+        FloatingPointError (from the thread, handed to the driver by the next call).
+        """
         with self._update_lock:
             state = self.get_state(
                 components=[
@@ -295,8 +302,16 @@ class IMPACTLearner(Learner):
                 ],
                 inference_only=True,
             )
+            bad = nonfinite_state_entries(state[COMPONENT_RL_MODULE])
+            if bad:
+                raise FloatingPointError(
+                    f"IMPACT_EXT: non-finite (NaN/inf) weights after update {self._num_updates} — "
+                    f"{', '.join(bad)}. They are not broadcast to the env runners; lower the learning "
+                    "rate (or clip gradients), check the env's observations and rewards, and restore "
+                    "the last checkpoint."
+                )
+            state[COMPONENT_RL_MODULE] = ray.put(state[COMPONENT_RL_MODULE])
             self._broadcast_due = False
-        state[COMPONENT_RL_MODULE] = ray.put(state[COMPONENT_RL_MODULE])
         with self._weights_lock:
             self._weights = state
 

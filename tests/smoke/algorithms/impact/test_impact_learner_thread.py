@@ -12,10 +12,12 @@ import time
 
 import pytest
 import ray
+import torch
 from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 from rllib_ext.algorithms.impact.impact import IMPACTConfig
 from rllib_ext.algorithms.impact.torch.impact_torch_learner import IMPACTTorchLearner
+from tests.reliability.helpers import runner_weights_finite
 
 #: Seconds one update takes in :class:`SlowLearner`: far longer than a 25-step CartPole fragment.
 SLOW_UPDATE_S = 2.0
@@ -37,6 +39,22 @@ class FailingLearner(IMPACTTorchLearner):
         if self.num_updates == 1:
             raise RuntimeError("loss failed on purpose")
         return super().compute_loss_for_module(module_id=module_id, config=config, batch=batch, fwd_out=fwd_out)
+
+
+class TransientNaNLearner(IMPACTTorchLearner):
+    """Holds NaN in its first parameter for a moment inside every optimizer step, then puts the
+    values back: weights read in the middle of an update are not the update's result."""
+
+    HOLD_S = 0.02
+
+    def apply_gradients(self, gradients_dict):
+        param = next(self.module["default_policy"].parameters())
+        with torch.no_grad():
+            saved = param.detach().clone()
+            param.fill_(float("nan"))
+            time.sleep(self.HOLD_S)  # releases the GIL: the driver runs meanwhile
+            param.copy_(saved)
+        return super().apply_gradients(gradients_dict)
 
 
 def _config(runners=0, **training):
@@ -147,5 +165,21 @@ def test_a_failure_in_the_learner_thread_reaches_the_driver(ray_session):
         _wait_for(lambda: not learner.learner_thread_alive, _learner_state(learner))
         with pytest.raises(RuntimeError, match="loss failed on purpose"):
             learner.impact_update(packages=[], timesteps={})
+    finally:
+        algo.stop()
+
+
+def test_weights_in_the_middle_of_an_update_are_never_checked_or_broadcast(ray_session):
+    """The driver never reads the live weights while the thread updates them: the finite-weights
+    checks and the broadcast snapshot see only weights between updates (before 2026-11-24 the
+    driver's check read them mid-step and failed finite runs; CartPole, 2x256)."""
+    algo = _config(runners=1, learner_class=TransientNaNLearner).build_algo()
+    try:
+        updates = 0
+        for _ in range(4):
+            result = algo.train()
+            updates = result["learners"]["__all_modules__"]["num_learner_updates_lifetime"]
+        assert updates >= 20, updates  # many NaN windows passed while the driver ran
+        assert runner_weights_finite(algo)
     finally:
         algo.stop()
