@@ -161,7 +161,6 @@ def td3_actor_loss(actor: MLPPolicy, critic: TwinCritic, obs: torch.Tensor) -> t
     return -critic.q1(obs, actor.deterministic_action(obs)).mean()
 
 
-@torch.no_grad()
 class TD3Updater:
     """TD3's networks, optimizers and update schedule (Fujimoto et al. 2018, Algorithm 1).
 
