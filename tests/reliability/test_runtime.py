@@ -186,13 +186,6 @@ def test_seeded_runner_does_not_replay_a_failing_episode_forever(ray_session):
         runner.stop()
 
 
-def test_env_that_always_fails_is_one_clear_error_not_a_hang(ray_session):
-    runner = local_runner("nan_reward", fault_prob=1.0)
-    with pytest.raises(RuntimeError, match="env keeps failing"):
-        runner.sample(num_episodes=1, random_actions=True)
-    runner.stop()
-
-
 class MultiAgentFaulty(make_multi_agent(lambda config: FaultyEnv(**config))):
     """Two FaultyEnv agents in one MultiAgentEnv: a fault of either agent is the env's fault."""
 
@@ -228,8 +221,9 @@ def test_multi_agent_runner_drops_faulty_episodes_and_counts_them(ray_session, f
     runner.stop()
 
 
-def test_multi_agent_env_that_always_fails_is_one_clear_error_not_a_hang(ray_session):
-    runner = local_multi_agent_runner("nan_reward", fault_prob=1.0)
+@pytest.mark.parametrize("build", [local_runner, local_multi_agent_runner], ids=["single_agent", "multi_agent"])
+def test_env_that_always_fails_is_one_clear_error_not_a_hang(ray_session, build):
+    runner = build("nan_reward", fault_prob=1.0)
     with pytest.raises(RuntimeError, match="env keeps failing"):
         runner.sample(num_episodes=1, random_actions=True)
     runner.stop()
