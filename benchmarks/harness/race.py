@@ -57,6 +57,16 @@ Like with like, checked before any run starts (one error naming the setting):
   evaluation run there), ``OMP_NUM_THREADS`` of every worker, and ``torch_num_threads`` of the
   algorithms that have it.
 
+Long races in short commands (a machine that limits a command to 10 minutes): ``--stop-after-s
+S`` stops an invocation after S seconds; the run in progress pauses at its next iteration, saving
+its checkpoint and its curve so far under ``<results>/<benchmark>/<race>.partial/``, and the exit
+status is 3. The same command with ``--resume`` skips the runs that have a row, restores the
+paused run (``Algorithm.from_checkpoint``) and goes on; a finished row counts its invocations in
+``extra["chunks"]``. Wall time stays ``train()`` time, summed over the chunks. What a checkpoint
+does not hold starts afresh at a resume: the replay memories of the off-policy learners (RLlib's
+and ReF-ER's) are refilled, so a chunked run is not the same run as an unbroken one; race such
+algorithms in equal chunks, or unbroken.
+
 Evaluation (one path per family, both on the driver, both deterministic):
 
 - Algorithms on RLlib's env runners (IMPACT_EXT, APPO, PPO, VRACER_EXT, DDPG_EXT, NAF_EXT,
@@ -345,76 +355,135 @@ def protocol_of(args) -> dict[str, Any]:
     }
 
 
-def check_append(path: str, entries: Sequence[Entry], args) -> None:
-    """Raises RaceError unless the new runs can join the race in ``path``.
+def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False) -> set[tuple[str, int]]:
+    """Raises RaceError unless the new runs can join the race in ``path``; returns the (label,
+    seed) pairs that already have a row.
 
     Every existing row must share this invocation's protocol and machine, an entry that already
-    has rows must have been run with the same settings, and no (algorithm, seed) may run twice.
+    has rows must have been run with the same settings, and no (algorithm, seed) may run twice
+    (with ``resume`` such a pair is skipped instead).
     """
     from benchmarks.harness.rows import read_rows
 
     rows = read_rows(path)
+    flag = "--resume" if resume else "--append"
     protocol, machine = protocol_of(args), Machine.this()
     by_label = {e.label: e for e in entries}
     for row in rows:
         if row.protocol != protocol:
-            raise RaceError(f"--append: {path} was run with protocol {row.protocol}, this invocation has {protocol}")
+            raise RaceError(f"{flag}: {path} was run with protocol {row.protocol}, this invocation has {protocol}")
         if row.machine != machine:
-            raise RaceError(f"--append: {path} was run on {row.machine}, this machine is {machine}")
+            raise RaceError(f"{flag}: {path} was run on {row.machine}, this machine is {machine}")
         entry = by_label.get(row.algorithm)
         if entry is None:
             continue
         if json.dumps(row.settings, sort_keys=True) != json.dumps(entry.settings, sort_keys=True):
-            raise RaceError(f"--append: {row.algorithm}'s settings differ from its rows in {path}")
-        if row.seed in args.seeds:
+            raise RaceError(f"{flag}: {row.algorithm}'s settings differ from its rows in {path}")
+        if row.seed in args.seeds and not resume:
             raise RaceError(f"--append: {path} already has {row.algorithm} seed {row.seed}")
+    return {(row.algorithm, row.seed) for row in rows}
 
 
-def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
-    """Trains one algorithm with one seed to the budget, evaluating on the way; returns its row."""
-    date = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    config = entry.config.copy(copy_frozen=False)
-    config.debugging(seed=seed)
+class RunPaused(Exception):
+    """A run stopped at ``--stop-after-s``; its checkpoint and curve so far are in ``partial_dir``."""
+
+
+def partial_dir(args, race: str, label: str, seed: int) -> str:
+    """Where a paused run keeps its checkpoint and curve: ``<results>/<benchmark>/<race>.partial/<label>/seed<k>``."""
+    safe = "".join(c if c.isalnum() or c in "+-_." else "_" for c in label)
+    return os.path.join(args.results_dir, args.benchmark, f"{race}.partial", safe, f"seed{seed}")
+
+
+def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float | None = None) -> RunRow:
+    """Trains one algorithm with one seed to the budget, evaluating on the way; returns its row.
+
+    With a ``deadline`` (``time.perf_counter()`` value, from ``--stop-after-s``) the run pauses at
+    the first iteration boundary past it: it saves the algorithm's checkpoint and its curve so far
+    under :func:`partial_dir` and raises :class:`RunPaused`; the next invocation with ``--resume``
+    restores both and goes on (``extra["chunks"]`` counts the invocations a run spanned).
+    """
+    where = partial_dir(args, race, entry.label, seed)
+    state_path = os.path.join(where, "state.json")
+    resumed = os.path.exists(state_path)
     t0 = time.perf_counter()
-    algo = config.build_algo()
-    build_s = time.perf_counter() - t0
-    steps, wall, iterations = 0, 0.0, 0
-    env_steps, wall_s, returns, episode_returns, train_returns = [], [], [], [], []
-    recorded: dict[str, list[float | None]] = {key: [] for key in args.record}
-    # The black-box family counts its updates (runs of one budget differ in how many they compute).
-    updates: list[int] | None = [] if isinstance(getattr(algo, "update_index", None), int) else None
+    if resumed:
+        with open(state_path) as f:
+            state = json.load(f)
+        if state["settings"] != json.loads(json.dumps(entry.settings)) or state["protocol"] != protocol_of(args):
+            raise RaceError(f"--resume: {where} was started with other settings or protocol; delete it to start over")
+        algo = entry.algo_cls.from_checkpoint(os.path.join(where, "checkpoint"))
+    else:
+        config = entry.config.copy(copy_frozen=False)
+        config.debugging(seed=seed)
+        algo = config.build_algo()
+        state = {
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "settings": json.loads(json.dumps(entry.settings)),
+            "protocol": protocol_of(args),
+            "steps": 0,
+            "wall": 0.0,
+            "iterations": 0,
+            "build_s": 0.0,
+            "chunks": 0,
+            "next_eval": None,
+            "curve": {"env_steps": [], "wall_s": [], "eval_return": []},
+            "episode_returns": [],
+            "train_returns": [],
+            "recorded": {key: [] for key in args.record},
+            # The black-box family counts its updates (runs of one budget differ in how many they compute).
+            "updates": [] if isinstance(getattr(algo, "update_index", None), int) else None,
+        }
+    state["build_s"] = round(state["build_s"] + time.perf_counter() - t0, 2)
+    state["chunks"] += 1
+    curve, recorded, updates = state["curve"], state["recorded"], state["updates"]
 
     def evaluate(result):
         """One curve point; ``result`` is the latest ``train()`` result ({} before training)."""
+        steps, wall = state["steps"], state["wall"]
         rets = entry.evaluate(algo, args.eval_episodes)
-        env_steps.append(steps)
-        wall_s.append(round(wall, 3))
-        returns.append(float(sum(rets) / len(rets)))
-        episode_returns.append(rets)
-        train_returns.append(metric_of(result, "env_runners/episode_return_mean"))  # None until an episode ends
+        curve["env_steps"].append(steps)
+        curve["wall_s"].append(round(wall, 3))
+        curve["eval_return"].append(float(sum(rets) / len(rets)))
+        state["episode_returns"].append(rets)
+        train_return = metric_of(result, "env_runners/episode_return_mean")  # None until an episode ends
+        state["train_returns"].append(train_return)
         for key, values in recorded.items():
             values.append(metric_of(result, key))
         if updates is not None:
             updates.append(int(algo.update_index))
-        log(f"  {entry.label} seed {seed}: {steps:>8d} env steps {wall:7.1f} s  eval return {returns[-1]:8.2f}")
+        ret = curve["eval_return"][-1]
+        log(f"  {entry.label} seed {seed}: {steps:>8d} env steps {wall:7.1f} s  eval return {ret:8.2f}")
+
+    def pause():
+        os.makedirs(where, exist_ok=True)
+        algo.save_to_path(os.path.join(where, "checkpoint"))
+        tmp = state_path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, state_path)  # the curve and the checkpoint it belongs to, or the older pair
+        log(f"  {entry.label} seed {seed}: paused at {state['steps']} env steps ({where}); go on with --resume")
 
     try:
-        evaluate({})
-        next_eval = args.eval_every_env_steps
+        if state["next_eval"] is None:
+            evaluate({})
+            state["next_eval"] = args.eval_every_env_steps
         while True:
             t = time.perf_counter()
             result = algo.train()
-            wall += time.perf_counter() - t
-            iterations += 1
-            steps = env_steps_of(result)
+            state["wall"] += time.perf_counter() - t
+            state["iterations"] += 1
+            state["steps"] = steps = env_steps_of(result)
             done = (args.budget_env_steps is not None and steps >= args.budget_env_steps) or (
-                args.budget_s is not None and wall >= args.budget_s
+                args.budget_s is not None and state["wall"] >= args.budget_s
             )
-            if steps >= next_eval or done:
+            if steps >= state["next_eval"] or done:
                 evaluate(result)
-                next_eval = (steps // args.eval_every_env_steps + 1) * args.eval_every_env_steps
+                state["next_eval"] = (steps // args.eval_every_env_steps + 1) * args.eval_every_env_steps
             if done:
                 break
+            if deadline is not None and time.perf_counter() >= deadline:
+                pause()
+                raise RunPaused(where)
     finally:
         algo.stop()
         try:  # the empty log dir a Trainable built outside Tune leaves in ~/ray_results
@@ -432,16 +501,17 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print) -> RunRow:
         variable=sorted(args.variable),
         protocol=protocol_of(args),
         machine=Machine.this(),
-        date=date,
-        curve=Curve(env_steps=env_steps, wall_s=wall_s, eval_return=returns),
+        date=state["date"],
+        curve=Curve(**curve),
         target=args.target,
         extra={
-            "eval_episode_returns": episode_returns,
-            "train_return_mean": train_returns,
+            "eval_episode_returns": state["episode_returns"],
+            "train_return_mean": state["train_returns"],
             "recorded": recorded,
             **({} if updates is None else {"updates": updates}),
-            "iterations": iterations,
-            "build_s": round(build_s, 2),
+            "iterations": state["iterations"],
+            "build_s": state["build_s"],
+            **({"chunks": state["chunks"]} if state["chunks"] > 1 else {}),
             "command": args.command_line,
         },
     )
@@ -493,6 +563,19 @@ def make_parser() -> argparse.ArgumentParser:
         help="add runs (more seeds, or more algorithms) to an existing race; refused unless the protocol, "
         "the machine and each algorithm's settings equal its rows', and for an (algorithm, seed) that has a row",
     )
+    p.add_argument(
+        "--stop-after-s",
+        type=float,
+        help="stop this invocation after this many seconds (wall clock, from its start): the run in progress "
+        "pauses at its next iteration, saving a checkpoint and its curve, and the exit status is 3; the same "
+        "command with --resume goes on (for machines that limit a command's time)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with a race: skip the (algorithm, seed) runs that have a row, resume a paused run from "
+        "its checkpoint, start the others; the same checks as --append",
+    )
     p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
     return p
 
@@ -502,7 +585,9 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
     args = parser.parse_args(argv)
     if args.budget_env_steps is None and args.budget_s is None:
         parser.error("give --budget-env-steps and/or --budget-s")
-    for flag in ("budget_env_steps", "budget_s", "eval_every_env_steps", "eval_episodes", "threads"):
+    if args.append and args.resume:
+        parser.error("--append and --resume exclude each other (--resume also adds new runs)")
+    for flag in ("budget_env_steps", "budget_s", "eval_every_env_steps", "eval_episodes", "threads", "stop_after_s"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
             parser.error(f"--{flag.replace('_', '-')} must be > 0, got {value}")
@@ -527,10 +612,24 @@ def _quote(arg: str) -> str:
     return shlex.quote(arg)
 
 
+def _remove_paused(root: str, where: str) -> None:
+    """Deletes a finished run's paused state, and the race's ``.partial`` folder once it is empty."""
+    import shutil
+
+    shutil.rmtree(where, ignore_errors=True)
+    for folder in (os.path.dirname(where), root):
+        try:
+            os.rmdir(folder)
+        except OSError:
+            return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 for bad input, found before any run)."""
+    """Entry point; returns the exit status (2 for bad input, found before any run; 3 when
+    ``--stop-after-s`` stopped it before the race was complete)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args, own = parse_args(argv)
+    deadline = None if args.stop_after_s is None else time.perf_counter() + args.stop_after_s
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
     import torch
@@ -539,14 +638,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
     race = args.race or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
     out = os.path.join(args.results_dir, args.benchmark, f"{race}.jsonl")
+    paused_root = os.path.join(args.results_dir, args.benchmark, f"{race}.partial")
+    done: set[tuple[str, int]] = set()
     try:
-        if os.path.exists(out) and not args.append:
-            raise RaceError(f"{out} exists: give another --race (or --append to add runs to it)")
+        if os.path.exists(out) and not (args.append or args.resume):
+            raise RaceError(f"{out} exists: give another --race (or --append to add runs to it, --resume to go on)")
         if args.append and not os.path.exists(out):
             raise RaceError(f"--append: {out} does not exist")
+        if os.path.exists(paused_root) and not args.resume:
+            raise RaceError(f"{paused_root} holds paused runs: go on with --resume (or delete it)")
         entries = plan(args, own)
-        if args.append:
-            check_append(out, entries, args)
+        if os.path.exists(out) and (args.append or args.resume):
+            done = check_append(out, entries, args, resume=args.resume)
     except RaceError as e:
         print(f"race: error: {e}", file=sys.stderr)
         return 2
@@ -569,10 +672,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_resources(entries)
         print(f"race: {len(args.seeds)} seeds x {len(entries)} algorithms -> {out}", flush=True)
+        ran = False  # an invocation always trains (at least one iteration of) one run: progress
         for seed in args.seeds:
             for entry in entries:
-                row = run_one(entry, seed, args, race, log=lambda line: print(line, flush=True))
+                if (entry.label, seed) in done:
+                    continue
+                if ran and deadline is not None and time.perf_counter() >= deadline:
+                    print(f"race: stopped after {args.stop_after_s:g} s; go on with --resume", flush=True)
+                    return 3
+                ran = True
+                row = run_one(entry, seed, args, race, log=lambda line: print(line, flush=True), deadline=deadline)
                 append_row(out, row)
+                _remove_paused(paused_root, partial_dir(args, race, entry.label, seed))
+    except RunPaused:
+        print(f"race: stopped after {args.stop_after_s:g} s; go on with --resume", flush=True)
+        return 3
     except RaceError as e:
         print(f"race: error: {e}", file=sys.stderr)
         return 2

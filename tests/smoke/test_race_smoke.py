@@ -10,17 +10,24 @@ from benchmarks.harness.rows import read_all
 
 
 def test_race_writes_one_row_per_run(ray_session, tmp_path):
-    common = {"policy_hiddens": [8], "num_env_runners": 1, "episodes_per_batch": 4}
+    # One ES update per iteration (4 CartPole episodes): the 300-step budget takes several.
+    common = {"policy_hiddens": [8], "num_env_runners": 1, "episodes_per_batch": 4, "min_time_s_per_iteration": 0}
     argv = ["--algos", "ES_EXT", "--env", "CartPole-v1", "--seeds", "3", "--budget-env-steps", "300"]
     argv += ["--eval-every-env-steps", "150", "--eval-episodes", "2", "--common", json.dumps(common)]
     argv += ["--benchmark", "smoke", "--race", "r1", "--results-dir", str(tmp_path)]
-    assert race.main(argv) == 0
+    # A first invocation stops at once (after one iteration), the second resumes from the checkpoint.
+    assert race.main([*argv, "--stop-after-s", "0.001"]) == 3
+    assert read_all(str(tmp_path)) == [] and (tmp_path / "smoke" / "r1.partial").is_dir()
+    assert race.main([*argv, "--resume"]) == 0
+    assert not (tmp_path / "smoke" / "r1.partial").exists()
     (row,) = read_all(str(tmp_path))
+    assert row.extra["chunks"] == 2
     assert (row.benchmark, row.race, row.algorithm, row.seed) == ("smoke", "r1", "ES_EXT", 3)
     assert row.curve.env_steps[0] == 0 and row.curve.env_steps[-1] >= 300
     assert len(row.curve.eval_return) >= 2
     assert all(len(r) == 2 for r in row.extra["eval_episode_returns"])
     assert row.settings["policy_hiddens"] == [8] and row.settings["num_env_runners"] == 1
+    assert row.extra["iterations"] >= 2
     assert set(race.EXECUTION_KEYS) <= set(row.shared_keys)
     assert row.protocol["eval_episodes"] == 2
     # The same race id again is refused (rows are appended, never overwritten).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
@@ -197,6 +198,18 @@ class FakeAlgo:
     def stop(self):
         pass
 
+    def save_to_path(self, path):
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "fake.json"), "w") as f:
+            json.dump(self.__dict__, f)
+
+    @classmethod
+    def from_checkpoint(cls, path):
+        algo = cls()
+        with open(os.path.join(path, "fake.json")) as f:
+            algo.__dict__.update(json.load(f))
+        return algo
+
 
 class FakeBlackBox(FakeAlgo):
     """Counts its updates, two per iteration."""
@@ -224,14 +237,22 @@ class FakeConfig:
         return self.algo_cls()
 
 
-def run_fake(tmp_path, algo_cls, *record):
-    argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
+def fake_args(tmp_path, *record, budget=300):
+    argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", str(budget)]
+    argv += ["--eval-every-env-steps", "200", "--results-dir", str(tmp_path)]
     for key in record:
         argv += ["--record", key]
     args, _ = race.parse_args(argv)
-    settings = {"registered_algorithm": "ES_EXT"}
-    entry = race.Entry("L", "ES_EXT", algo_cls, FakeConfig(algo_cls), settings, lambda algo, k: [1.0] * k)
-    row = race.run_one(entry, 0, args, "r", log=lambda line: None)
+    return args
+
+
+def fake_entry(algo_cls, settings=None):
+    settings = settings or {"registered_algorithm": "ES_EXT"}
+    return race.Entry("L", "ES_EXT", algo_cls, FakeConfig(algo_cls), settings, lambda algo, k: [1.0] * k)
+
+
+def run_fake(tmp_path, algo_cls, *record):
+    row = race.run_one(fake_entry(algo_cls), 0, fake_args(tmp_path, *record), "r", log=lambda line: None)
     append_row(str(tmp_path / "r.jsonl"), row)  # a row the reader accepts (None, not NaN)
     return row
 
@@ -293,3 +314,67 @@ def test_append_needs_an_existing_race_and_a_fresh_race_needs_a_new_name(tmp_pat
     (tmp_path / "impact_vs_appo" / "x.jsonl").write_text("")
     assert race.main([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
     assert "--append" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------------------------
+# --stop-after-s / --resume: a run paused at a deadline goes on from its checkpoint and curve.
+# ---------------------------------------------------------------------------------------------
+def test_a_paused_run_resumes_to_the_row_an_unbroken_run_gives(tmp_path):
+    args = fake_args(tmp_path, "blackbox/eta_u", budget=900)
+    unbroken = race.run_one(fake_entry(FakeBlackBox), 0, args, "r", log=lambda line: None)
+    where = race.partial_dir(args, "paused", "L", 0)
+    chunks, first_date = 0, None
+    while True:  # a deadline already passed: every invocation trains one iteration, then pauses
+        chunks += 1
+        try:
+            row = race.run_one(fake_entry(FakeBlackBox), 0, args, "paused", log=lambda line: None, deadline=0.0)
+            break
+        except race.RunPaused as paused:
+            assert str(paused) == where
+            with open(os.path.join(where, "state.json")) as f:
+                first_date = first_date or json.load(f)["date"]
+    assert chunks == 9 and row.extra["chunks"] == 9 and "chunks" not in unbroken.extra
+    assert row.curve.env_steps == unbroken.curve.env_steps == [0, 200, 400, 600, 800, 900]
+    assert row.curve.eval_return == unbroken.curve.eval_return
+    for key in ("recorded", "updates", "train_return_mean", "eval_episode_returns", "iterations"):
+        assert row.extra[key] == unbroken.extra[key], key
+    assert row.date == first_date  # the date the run started
+
+
+def test_a_paused_run_is_not_resumed_with_other_settings_or_protocol(tmp_path):
+    args = fake_args(tmp_path, budget=900)
+    with pytest.raises(race.RunPaused):
+        race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None, deadline=0.0)
+    other = fake_entry(FakeAlgo, settings={"registered_algorithm": "ES_EXT", "lr": 0.1})
+    with pytest.raises(race.RaceError, match="--resume: .* other settings or protocol"):
+        race.run_one(other, 0, args, "r", log=lambda line: None)
+    with pytest.raises(race.RaceError, match="other settings or protocol"):
+        race.run_one(fake_entry(FakeAlgo), 0, fake_args(tmp_path, budget=1000), "r", log=lambda line: None)
+
+
+def test_resume_skips_runs_that_have_a_row_and_checks_like_append(tmp_path):
+    row = run_fake(tmp_path, FakeAlgo)  # "L" seed 0 in tmp_path / "r.jsonl"
+    path = str(tmp_path / "r.jsonl")
+    args, _ = race.parse_args(
+        ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
+        + ["--seeds", "0", "1", "--resume"]
+    )
+    entry = fake_entry(FakeAlgo, settings=dict(row.settings))
+    assert race.check_append(path, [entry], args, resume=True) == {("L", 0)}
+    with pytest.raises(race.RaceError, match="--resume: L's settings differ"):
+        race.check_append(path, [fake_entry(FakeAlgo, settings={**row.settings, "lr": 0.1})], args, resume=True)
+
+
+def test_resume_and_stop_after_s_arguments(tmp_path, capsys):
+    argv = [*BASE, "--common", json.dumps(COMMON), "--results-dir", str(tmp_path), "--race", "x"]
+    with pytest.raises(SystemExit):
+        race.parse_args([*argv, "--append", "--resume"])
+    assert "exclude each other" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        race.parse_args([*argv, "--stop-after-s", "0"])
+    assert "--stop-after-s must be > 0" in capsys.readouterr().err
+    # Paused runs of a race are resumed, never silently restarted.
+    (tmp_path / "impact_vs_appo" / "x.partial").mkdir(parents=True)
+    assert race.main([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
+    assert "go on with --resume" in capsys.readouterr().err
+    assert race.main([*argv, "--benchmark", "impact_vs_appo", "--resume", "--dry-run"]) == 0
