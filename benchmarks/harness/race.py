@@ -355,6 +355,11 @@ def protocol_of(args) -> dict[str, Any]:
     }
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two settings (or protocols) are equal as the rows store them (JSON, keys sorted)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
 def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False) -> set[tuple[str, int]]:
     """Raises RaceError unless the new runs can join the race in ``path``; returns the (label,
     seed) pairs that already have a row.
@@ -377,7 +382,7 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
         entry = by_label.get(row.algorithm)
         if entry is None:
             continue
-        if json.dumps(row.settings, sort_keys=True) != json.dumps(entry.settings, sort_keys=True):
+        if not same_json(row.settings, entry.settings):
             raise RaceError(f"{flag}: {row.algorithm}'s settings differ from its rows in {path}")
         if row.seed in args.seeds and not resume:
             raise RaceError(f"--append: {path} already has {row.algorithm} seed {row.seed}")
@@ -409,8 +414,11 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
     if resumed:
         with open(state_path) as f:
             state = json.load(f)
-        if state["settings"] != json.loads(json.dumps(entry.settings)) or state["protocol"] != protocol_of(args):
-            raise RaceError(f"--resume: {where} was started with other settings or protocol; delete it to start over")
+        started = (state["settings"], state["protocol"], state["machine"])
+        if not same_json(started, (entry.settings, protocol_of(args), dataclasses.asdict(Machine.this()))):
+            raise RaceError(
+                f"--resume: {where} was started with other settings, protocol or machine; delete it to start over"
+            )
         algo = entry.algo_cls.from_checkpoint(os.path.join(where, "checkpoint"))
     else:
         config = entry.config.copy(copy_frozen=False)
@@ -418,8 +426,9 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
         algo = config.build_algo()
         state = {
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "settings": json.loads(json.dumps(entry.settings)),
+            "settings": entry.settings,
             "protocol": protocol_of(args),
+            "machine": dataclasses.asdict(Machine.this()),
             "steps": 0,
             "wall": 0.0,
             "iterations": 0,
@@ -678,8 +687,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if (entry.label, seed) in done:
                     continue
                 if ran and deadline is not None and time.perf_counter() >= deadline:
-                    print(f"race: stopped after {args.stop_after_s:g} s; go on with --resume", flush=True)
-                    return 3
+                    raise RunPaused(out)  # no new run past the deadline
                 ran = True
                 row = run_one(entry, seed, args, race, log=lambda line: print(line, flush=True), deadline=deadline)
                 append_row(out, row)

@@ -341,15 +341,21 @@ def test_a_paused_run_resumes_to_the_row_an_unbroken_run_gives(tmp_path):
     assert row.date == first_date  # the date the run started
 
 
-def test_a_paused_run_is_not_resumed_with_other_settings_or_protocol(tmp_path):
+def test_a_paused_run_is_not_resumed_with_other_settings_protocol_or_machine(tmp_path, monkeypatch):
     args = fake_args(tmp_path, budget=900)
     with pytest.raises(race.RunPaused):
         race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None, deadline=0.0)
     other = fake_entry(FakeAlgo, settings={"registered_algorithm": "ES_EXT", "lr": 0.1})
-    with pytest.raises(race.RaceError, match="--resume: .* other settings or protocol"):
+    with pytest.raises(race.RaceError, match="--resume: .* other settings, protocol or machine"):
         race.run_one(other, 0, args, "r", log=lambda line: None)
-    with pytest.raises(race.RaceError, match="other settings or protocol"):
+    with pytest.raises(race.RaceError, match="other settings, protocol or machine"):
         race.run_one(fake_entry(FakeAlgo), 0, fake_args(tmp_path, budget=1000), "r", log=lambda line: None)
+    monkeypatch.setattr(race.Machine, "this", classmethod(lambda cls: cls(cores=16, description="another machine")))
+    with pytest.raises(race.RaceError, match="other settings, protocol or machine"):
+        race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None)
+    monkeypatch.undo()
+    row = race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None)  # the same terms: it resumes
+    assert row.extra["chunks"] == 2 and row.curve.env_steps[-1] == 900
 
 
 def test_resume_skips_runs_that_have_a_row_and_checks_like_append(tmp_path):
