@@ -426,6 +426,8 @@ def cmd_learner_step(args) -> int:
     learner.metrics.reduce()
     algo_call(0)
     t_algo = per_update(algo_call, n)
+    if args.out:
+        write_learner_step_row(args, algo.config, t_inner, t_full, t_algo, t_sample)
     print(
         f"IMPACT_EXT learner update on {args.env} (train batch {M} env steps, K = {K}, "
         f"median of {args.repeats} rounds of {n} updates, torch threads {torch.get_num_threads()}):\n"
@@ -443,6 +445,48 @@ def cmd_learner_step(args) -> int:
     algo.stop()
     ray.shutdown()
     return 0
+
+
+def write_learner_step_row(args, config, t_inner: float, t_full: float, t_algo: float, t_sample: float) -> None:
+    """Append one measurement row of ``learner-step`` to ``args.out`` (``make bench-report`` tabulates it).
+
+    ``code`` names the rllib_ext measured: ``--code``, else the commit of the checkout it was
+    imported from (run an older checkout's package with ``PYTHONPATH=<that checkout>``).
+    """
+    import torch
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    import rllib_ext
+
+    sys.path.append(REPO)  # after PYTHONPATH: the package measured stays the one imported above
+    from benchmarks.harness.rows import Machine, git_commit
+
+    package = os.path.dirname(os.path.abspath(rllib_ext.__file__))
+    machine = Machine.this()
+    row = {
+        "benchmark": "impact_learner_step",
+        "env": args.env,
+        "code": args.code or git_commit(package),
+        "package": package,
+        "hiddens": "x".join(
+            str(h) for h in config.model_config.get("fcnet_hiddens", DefaultModelConfig().fcnet_hiddens)
+        ),
+        "train_batch": config.train_batch_size_per_learner,
+        "K": config.circular_buffer_iterations_per_batch,
+        "torch_step_ms": t_inner,
+        "learner_update_ms": t_full,
+        "impact_update_ms": t_algo,
+        "sample_batch_ms": t_sample,
+        "updates": args.updates,
+        "repeats": args.repeats,
+        "torch_threads": torch.get_num_threads(),
+        "note": args.note,
+        "machine": {"cores": machine.cores, "description": machine.description},
+        "date": datetime.date.today().isoformat(),
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def main(argv=None) -> int:
@@ -485,6 +529,15 @@ def main(argv=None) -> int:
         metavar="N",
         help="also print the N functions with the most own time (cProfile)",
     )
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="JSONL",
+        help="also append the times as a measurement row, e.g. "
+        "benchmarks/results/measurements/impact_learner_step/<date>.jsonl",
+    )
+    p.add_argument("--code", default=None, help="label of the code measured (default: its checkout's commit)")
+    p.add_argument("--note", default="", help="free text stored in the row (e.g. 'machine loaded')")
     p.set_defaults(func=cmd_learner_step)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

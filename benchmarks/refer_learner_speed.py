@@ -33,14 +33,13 @@ import json
 import os
 import pstats
 import statistics
-import subprocess
 import time
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmarks.harness.rows import Machine
+from benchmarks.harness.rows import Machine, git_commit
 
 #: Settings per learner as benchmarks/refer.py's (γ 0.99; App. A learning rates ×10 for DDPG, NAF).
 OVERRIDES = {
@@ -145,13 +144,6 @@ def profile_split(learner, steps: int, per_call: int) -> None:
                 cum = max(cum, ct)  # nested matches count once (the outermost)
         print(f"    {label:<62} {1e3 * cum / steps:6.3f} ms/step  {100 * cum / total:5.1f}%")
     stats.sort_stats("tottime").print_stats(15)
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], text=True).strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv=None) -> int:

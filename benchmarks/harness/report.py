@@ -268,6 +268,15 @@ MEASUREMENT_TABLES = {
             ("steps_per_s", "steps/s", "{:.0f}"),
         ),
     },
+    "impact_learner_step": {
+        "title": "IMPACT_EXT's learner update, one torch thread (`benchmarks/impact_vs_appo.py learner-step`)",
+        "keys": ("env", "hiddens", "train_batch", "K", "code", "note"),
+        "values": (
+            ("torch_step_ms", "torch step (ms)", "{:.2f}"),
+            ("learner_update_ms", "Learner.update (ms)", "{:.2f}"),
+            ("impact_update_ms", "impact_update per update (ms)", "{:.2f}"),
+        ),
+    },
     "cves_variance": {
         "title": "CV-ES gradient variance at a fixed θ (`benchmarks/cves_variance_real.py`)",
         "keys": ("env", "pg_baseline", "gamma", "eta_lr", "batches"),

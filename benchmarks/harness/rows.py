@@ -20,6 +20,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 from collections.abc import Iterable
 from typing import Any
 
@@ -55,6 +56,15 @@ class Machine:
         except OSError:
             pass
         return cls(cores=os.cpu_count() or 1, description=f"{model or 'unknown CPU'} / {platform.system()}")
+
+
+def git_commit(path: str | None = None) -> str:
+    """The short commit checked out at ``path`` (default: the working directory), or "unknown"."""
+    try:
+        cmd = ["git", *(["-C", path] if path else []), "rev-parse", "--short", "HEAD"]
+        return subprocess.check_output(cmd, text=True, stderr=subprocess.DEVNULL).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 @dataclasses.dataclass(frozen=True)

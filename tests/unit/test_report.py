@@ -142,3 +142,32 @@ def test_measurement_rows_live_apart_and_get_median_tables(tmp_path):
     assert len(measurements) == 3
     table = report.measurement_tables(measurements)
     assert "| DFD_EXT | 8 | 0.950 |" in table and table.rstrip().endswith("| 3 |")
+
+
+def test_every_measurement_table_groups_its_rows(tmp_path):
+    """Each measurement benchmark's key fields are plain values (a table line per distinct key),
+    and ``git_commit`` names the checkout of a given path (how a before/after row names its code)."""
+    import subprocess
+
+    from benchmarks.harness.rows import git_commit
+
+    for benchmark, spec in report.MEASUREMENT_TABLES.items():
+        rows = [
+            {
+                "benchmark": benchmark,
+                **{k: f"{k}-{i % 2}" for k in spec["keys"]},
+                **{f: 1.0 + i for f, _, _ in spec["values"]},
+            }
+            for i in range(4)
+        ]
+        table = report.measurement_tables(rows)
+        lines = [line for line in table.splitlines() if line.startswith(f"| {spec['keys'][0]}-")]
+        assert len(lines) == 2 and all(line.endswith("| 2 |") for line in lines), (benchmark, table)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    assert git_commit(str(repo)) == "unknown"
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    head = subprocess.check_output([*git, "rev-parse", "--short", "HEAD"], text=True).strip()
+    assert git_commit(str(repo)) == head
