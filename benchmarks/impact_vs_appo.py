@@ -451,7 +451,8 @@ def write_learner_step_row(args, config, t_inner: float, t_full: float, t_algo: 
     """Append one measurement row of ``learner-step`` to ``args.out`` (``make bench-report`` tabulates it).
 
     ``code`` names the rllib_ext measured: ``--code``, else the commit of the checkout it was
-    imported from (run an older checkout's package with ``PYTHONPATH=<that checkout>``).
+    imported from (an older checkout's package: ``PYTHONPATH=<a folder holding only a link to its
+    rllib_ext>``, so that ``benchmarks`` stays this one).
     """
     import torch
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
@@ -461,7 +462,7 @@ def write_learner_step_row(args, config, t_inner: float, t_full: float, t_algo: 
     sys.path.append(REPO)  # after PYTHONPATH: the package measured stays the one imported above
     from benchmarks.harness.rows import Machine, git_commit
 
-    package = os.path.dirname(os.path.abspath(rllib_ext.__file__))
+    package = os.path.dirname(os.path.realpath(rllib_ext.__file__))
     machine = Machine.this()
     row = {
         "benchmark": "impact_learner_step",

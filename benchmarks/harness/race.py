@@ -611,8 +611,22 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
     if not isinstance(args.common, dict):
         parser.error("--common must be a JSON object")
     own = parse_own_settings(parser, args.set, list(args.algos))
-    args.command_line = "python -m benchmarks.harness.race " + " ".join(_quote(a) for a in argv)
+    args.command_line = "python -m benchmarks.harness.race " + " ".join(_quote(a) for a in _without_results_dir(argv))
     return args, own
+
+
+def _without_results_dir(argv: Sequence[str]) -> list[str]:
+    """``argv`` less ``--results-dir``: where this machine kept the rows is not part of the race's
+    command (the rows are copied into benchmarks/results/, where the command without it writes)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--results-dir":
+            skip = True
+        elif not a.startswith("--results-dir="):
+            out.append(a)
+    return out
 
 
 def _quote(arg: str) -> str:

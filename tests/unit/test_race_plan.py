@@ -384,3 +384,12 @@ def test_resume_and_stop_after_s_arguments(tmp_path, capsys):
     assert race.main([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
     assert "go on with --resume" in capsys.readouterr().err
     assert race.main([*argv, "--benchmark", "impact_vs_appo", "--resume", "--dry-run"]) == 0
+
+
+@pytest.mark.parametrize("where", [["--results-dir", "/tmp/elsewhere"], ["--results-dir=/tmp/elsewhere"]])
+def test_recorded_command_leaves_out_where_the_rows_were_kept(where):
+    """A row's command reproduces the race: every setting stays, the local results folder does not."""
+    args, _ = race.parse_args([*BASE[:2], *where, *BASE[2:], "--set", "APPO:lr=0.1", "--seeds", "3"])
+    assert args.results_dir == "/tmp/elsewhere"
+    assert "elsewhere" not in args.command_line and "--results-dir" not in args.command_line
+    assert args.command_line.endswith(" ".join([*BASE[2:], "--set", "APPO:lr=0.1", "--seeds", "3"]))
