@@ -379,6 +379,13 @@ def cmd_learner_step(args) -> int:
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.ERROR)
     settings = impact_settings(args.env)
     settings.update(args.impact_set)
+    # The draws must run inside the call to be timed there: with the learner thread (Figure 1c,
+    # the default since issue 21) `impact_update` only hands the batch over and returns. The
+    # thread runs the same update (`_update_on`); code from before the thread has no such setting.
+    from rllib_ext import IMPACTConfig
+
+    if hasattr(IMPACTConfig(), "learner_thread"):
+        settings["learner_thread"] = False
     algo = build("IMPACT_EXT", args.env, 0, 0, settings)
     learner = algo.learner_group._learner
     M = algo.config.train_batch_size_per_learner
@@ -403,15 +410,22 @@ def cmd_learner_step(args) -> int:
             t0 = time.perf_counter()
             done = 0
             while done < n:
-                done += fn(done) or 1
+                updates = fn(done)
+                if updates < 1:
+                    raise RuntimeError(
+                        f"{fn.__name__} made no learner update: the time would be per call, not per update"
+                    )
+                done += updates
             rounds.append((time.perf_counter() - t0) / done)
         return statistics.median(rounds) * 1e3
 
     def inner(i):
         learner._update(batches[i % 4].policy_batches)
+        return 1
 
     def full(i):
         Learner.update(learner, batch=batches[i % 4], timesteps=timesteps, _no_metrics_reduce=True)
+        return 1
 
     def algo_call(i):
         # As training_step calls it: one new package, then every draw left (K per batch).
