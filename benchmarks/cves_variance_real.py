@@ -30,7 +30,7 @@ import numpy as np
 import ray
 
 import rllib_ext  # noqa: F401
-from benchmarks.harness.rows import Machine
+from benchmarks.harness.rows import Machine, append_measurement
 from rllib_ext import CVESConfig
 from rllib_ext.algorithms.cves import cves_learner as cv
 from rllib_ext.algorithms.cves.one_step_mdp import total_variance
@@ -102,7 +102,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     date = datetime.date.today().isoformat()
     out = args.out or os.path.join("benchmarks", "results", "measurements", "cves_variance", f"{date}.jsonl")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
     machine = Machine.this()
     ray.init(num_cpus=args.runners + 1, include_dashboard=False, logging_level=logging.WARNING)
     try:
@@ -121,8 +120,7 @@ def main(argv=None) -> int:
                     "machine": {"cores": machine.cores, "description": machine.description},
                     "date": date,
                 }
-                with open(out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_measurement(out, row)
                 print(json.dumps(row), flush=True)
     finally:
         ray.shutdown()

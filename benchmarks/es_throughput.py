@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import os
 import statistics
@@ -38,7 +37,7 @@ import ray
 import torch
 
 import rllib_ext  # noqa: F401 - registers ES_EXT and the envs
-from benchmarks.harness.rows import Machine
+from benchmarks.harness.rows import Machine, append_measurement
 from rllib_ext import ESConfig
 from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
@@ -148,7 +147,6 @@ def main():
     args = parser.parse_args()
     date = datetime.date.today().isoformat()
     out = args.out or os.path.join("benchmarks", "results", "measurements", "es_throughput", f"{date}.jsonl")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
     machine = Machine.this()
     ray.init(num_cpus=max(args.runners) + 1, include_dashboard=False, logging_level=logging.WARNING)
     measured: dict[tuple[str, str, int], list[tuple[float, float | None, float]]] = {}
@@ -168,8 +166,7 @@ def main():
             "machine": {"cores": machine.cores, "description": machine.description},
             "date": date,
         }
-        with open(out, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_measurement(out, row)
 
     for env_id in args.envs:
         for repeat in range(args.repeats):  # interleaved: each repeat measures every variant once

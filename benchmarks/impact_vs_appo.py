@@ -35,6 +35,7 @@ data, IQM with bootstrap CIs), and ``make bench-report`` turns them into benchma
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import logging
@@ -474,10 +475,9 @@ def write_learner_step_row(args, config, t_inner: float, t_full: float, t_algo: 
     import rllib_ext
 
     sys.path.append(REPO)  # after PYTHONPATH: the package measured stays the one imported above
-    from benchmarks.harness.rows import Machine, git_commit
+    from benchmarks.harness.rows import Machine, append_measurement, git_commit
 
     package = os.path.dirname(os.path.realpath(rllib_ext.__file__))
-    machine = Machine.this()
     row = {
         "benchmark": "impact_learner_step",
         "env": args.env,
@@ -496,12 +496,10 @@ def write_learner_step_row(args, config, t_inner: float, t_full: float, t_algo: 
         "repeats": args.repeats,
         "torch_threads": torch.get_num_threads(),
         "note": args.note,
-        "machine": {"cores": machine.cores, "description": machine.description},
+        "machine": dataclasses.asdict(Machine.this()),
         "date": datetime.date.today().isoformat(),
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "a") as f:
-        f.write(json.dumps(row) + "\n")
+    append_measurement(args.out, row)
 
 
 def main(argv=None) -> int:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import datetime
-import json
 import os
 import pstats
 import statistics
@@ -39,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmarks.harness.rows import Machine, git_commit
+from benchmarks.harness.rows import Machine, append_measurement, git_commit
 
 #: Settings per learner as benchmarks/refer.py's (γ 0.99; App. A learning rates ×10 for DDPG, NAF).
 OVERRIDES = {
@@ -195,9 +194,7 @@ def main(argv=None) -> int:
                 "date": date,
             }
             if not args.no_rows:
-                os.makedirs(os.path.dirname(out), exist_ok=True)
-                with open(out, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_measurement(out, row)
     print(f"\n{'algorithm':<12} {'T':>5} {'ms/step':>8} {'steps/s':>8}  (median of {args.repeats}, code {code})")
     for (algo, T), values in measured.items():
         s = statistics.median(values)

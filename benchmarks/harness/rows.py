@@ -264,6 +264,16 @@ def find_result_files(root: str, measurements: bool = False) -> list[str]:
     return sorted(found)
 
 
+def append_measurement(path: str, row: dict[str, Any]) -> None:
+    """Appends a measurement row (``results/measurements/``) as one line to ``path`` (created with
+    its folders); a row without its ``benchmark``, which :func:`read_measurements` rejects, is an error."""
+    if "benchmark" not in row:
+        raise RowError(f"a measurement row needs a 'benchmark' field: {sorted(row)}")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
 def read_measurements(root: str) -> list[dict[str, Any]]:
     """Every row under ``root/measurements/`` as a dict (each names its ``benchmark``)."""
     rows = []

@@ -145,12 +145,7 @@ def test_measurement_rows_live_apart_and_get_median_tables(tmp_path):
 
 
 def test_every_measurement_table_groups_its_rows(tmp_path):
-    """Each measurement benchmark's key fields are plain values (a table line per distinct key),
-    and ``git_commit`` names the checkout of a given path (how a before/after row names its code)."""
-    import subprocess
-
-    from benchmarks.harness.rows import git_commit
-
+    """Each measurement benchmark's key fields are plain values (a table line per distinct key)."""
     for benchmark, spec in report.MEASUREMENT_TABLES.items():
         rows = [
             {
@@ -163,6 +158,14 @@ def test_every_measurement_table_groups_its_rows(tmp_path):
         table = report.measurement_tables(rows)
         lines = [line for line in table.splitlines() if line.startswith(f"| {spec['keys'][0]}-")]
         assert len(lines) == 2 and all(line.endswith("| 2 |") for line in lines), (benchmark, table)
+
+
+def test_git_commit_names_the_checkout_of_a_path(tmp_path):
+    """How a before/after measurement row names the code it measured."""
+    import subprocess
+
+    from benchmarks.harness.rows import git_commit
+
     repo = tmp_path / "repo"
     repo.mkdir()
     assert git_commit(str(repo)) == "unknown"
@@ -171,3 +174,15 @@ def test_every_measurement_table_groups_its_rows(tmp_path):
     subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
     head = subprocess.check_output([*git, "rev-parse", "--short", "HEAD"], text=True).strip()
     assert git_commit(str(repo)) == head
+
+
+def test_append_measurement_writes_what_read_measurements_reads(tmp_path):
+    from benchmarks.harness.rows import RowError, append_measurement, read_measurements
+
+    path = tmp_path / "results" / "measurements" / "b" / "d.jsonl"
+    append_measurement(str(path), {"benchmark": "b", "x": 1.5})
+    append_measurement(str(path), {"benchmark": "b", "x": 2.5})
+    assert read_measurements(str(tmp_path / "results")) == [{"benchmark": "b", "x": 1.5}, {"benchmark": "b", "x": 2.5}]
+    with pytest.raises(RowError, match="'benchmark'"):
+        append_measurement(str(path), {"x": 3.0})
+    assert len(path.read_text().splitlines()) == 2
