@@ -344,9 +344,16 @@ def fit_env_runners(algo: str, algo_cls, config, *, explicit: bool, stream=None)
 
 
 def check_resources(algo_cls, config) -> None:
-    """Fails fast when a trial asks for more CPUs than the cluster has (Tune would wait forever)."""
+    """Fails fast when a trial asks for more CPUs or GPUs than the cluster has (Tune would wait forever)."""
     import ray
 
+    request = algo_cls.default_resource_request(config)
+    gpus = request.required_resources.get("GPU", 0) if request is not None else 0
+    if gpus > ray.cluster_resources().get("GPU", 0):
+        raise CLIError(
+            f"{algo_cls.__name__} asks for {gpus:g} GPUs (num_gpus_per_learner, critic_num_gpus) but the Ray "
+            f"cluster has {ray.cluster_resources().get('GPU', 0):g}"
+        )
     needed = cpus_needed(algo_cls, config)
     have = ray.cluster_resources().get("CPU", 0)
     one = config.copy(copy_frozen=False).env_runners(num_env_runners=min(1, config.num_env_runners))

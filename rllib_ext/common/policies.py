@@ -146,11 +146,14 @@ class MLPPolicy(nn.Module):
         return (self._center + self._half * mean.clamp(-1.0, 1.0)).numpy()
 
     def get_flat(self) -> np.ndarray:
-        return torch.nn.utils.parameters_to_vector(self.parameters()).detach().numpy().astype(np.float32)
+        return torch.nn.utils.parameters_to_vector(self.parameters()).detach().cpu().numpy().astype(np.float32)
 
     def set_flat(self, theta: np.ndarray) -> None:
-        # torch.tensor copies: θ may be a read-only array from Ray's object store.
-        torch.nn.utils.vector_to_parameters(torch.tensor(np.asarray(theta), dtype=torch.float32), self.parameters())
+        # torch.tensor copies: θ may be a read-only array from Ray's object store. On the parameters'
+        # device: vector_to_parameters would otherwise move a GPU policy's weights to the CPU.
+        device = next(self.parameters()).device
+        theta = torch.tensor(np.asarray(theta), dtype=torch.float32, device=device)
+        torch.nn.utils.vector_to_parameters(theta, self.parameters())
 
     @property
     def num_params(self) -> int:

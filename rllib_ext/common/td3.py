@@ -25,6 +25,7 @@ Action units: actions are in the env's units throughout (the actor maps tanh ont
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,8 @@ from torch import nn
 
 from rllib_ext.common.policies import MLPPolicy
 from rllib_ext.common.target_networks import soft_update
+
+logger = logging.getLogger(__name__)
 
 #: Hidden sizes of the actor and of each critic, paper 001 App. A ((256, 256) for Humanoid).
 PAPER_HIDDENS = (400, 300)
@@ -136,7 +139,7 @@ def td3_critic_loss(
     with torch.no_grad():
         half, center = actor_target._half, actor_target._center
         next_action = actor_target.deterministic_action(batch["next_obs"])
-        eps = torch.randn(next_action.shape, generator=generator, dtype=next_action.dtype)
+        eps = torch.randn(next_action.shape, generator=generator, dtype=next_action.dtype, device=next_action.device)
         noise = torch.maximum(torch.minimum(eps * policy_noise * half, noise_clip * half), -noise_clip * half)
         next_action = torch.maximum(torch.minimum(next_action + noise, center + half), center - half)
         tq1, tq2 = critic_target(batch["next_obs"], next_action)
@@ -188,6 +191,9 @@ class TD3Updater:
             the smoothing noise; None: torch's global RNG initializes, a random seed the noise.
         actor, critic: Networks to train instead of new ones (e.g. an RLModule's); targets
             start as copies of them unless ``actor_target`` / ``critic_target`` are given.
+        device: Where the networks, their targets and the smoothing noise live (``"cpu"``, or
+            ``"cuda"`` for the ERL family's critic worker on a GPU); batches are moved there.
+            :meth:`get_state` always returns CPU arrays and tensors, so a state moves between devices.
 
     Attributes:
         actor, actor_target: π_φ and π_φ' (:class:`MLPPolicy`).
@@ -217,6 +223,7 @@ class TD3Updater:
         critic: TwinCritic | None = None,
         actor_target: MLPPolicy | None = None,
         critic_target: TwinCritic | None = None,
+        device: str | torch.device = "cpu",
     ):
         if int(policy_delay) < 1:
             raise ValueError(f"policy_delay must be >= 1, got {policy_delay!r}")
@@ -235,12 +242,15 @@ class TD3Updater:
             self.critic = critic if critic is not None else TwinCritic(obs_dim, act_dim, hiddens)
         self.actor_target = actor_target if actor_target is not None else copy.deepcopy(self.actor)
         self.critic_target = critic_target if critic_target is not None else copy.deepcopy(self.critic)
+        self.device = torch.device(device)
+        for net in (self.actor, self.critic, self.actor_target, self.critic_target):
+            net.to(self.device)
         for p in list(self.actor_target.parameters()) + list(self.critic_target.parameters()):
             p.requires_grad_(False)
         self.optimizer_name, self.optimizer_kwargs = optimizer, dict(optimizer_kwargs or {})
         self.actor_optimizer = self.make_optimizer(self.actor.parameters(), actor_lr)
         self.critic_optimizer = self.make_optimizer(self.critic.parameters(), critic_lr)
-        self.generator = torch.Generator()
+        self.generator = torch.Generator(device=self.device)
         if seed is not None:
             self.generator.manual_seed(int(seed) + 1)
         else:
@@ -264,7 +274,7 @@ class TD3Updater:
         Returns:
             The loss statistics of :func:`td3_critic_loss`.
         """
-        batch = as_tensors(batch)
+        batch = as_tensors(batch, self.device)
         loss, stats = td3_critic_loss(
             self.critic,
             self.critic_target,
@@ -290,7 +300,7 @@ class TD3Updater:
         Returns:
             ``actor_loss``.
         """
-        obs = torch.as_tensor(obs, dtype=torch.float32)
+        obs = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
         critic_params = [p for p in self.critic.parameters() if p.requires_grad]
         for p in critic_params:  # the critic is held fixed: no weight gradients computed for it
             p.requires_grad_(False)
@@ -319,7 +329,7 @@ class TD3Updater:
         Returns:
             The critic statistics, plus ``actor_loss`` on the calls that updated the actor.
         """
-        batch = as_tensors(batch)
+        batch = as_tensors(batch, self.device)
         stats = self.critic_step(batch)
         self.num_updates += 1
         if self.num_updates % self.policy_delay == 0:  # §5.2: delayed policy updates
@@ -328,19 +338,20 @@ class TD3Updater:
         return stats
 
     def get_state(self) -> dict[str, Any]:
-        """Weights, targets, optimizer states, counters and the noise generator's state."""
+        """Weights, targets, optimizer states, counters and the noise generator's state, on the CPU."""
         return {
             "actor": _numpy_state(self.actor.state_dict()),
             "critic": _numpy_state(self.critic.state_dict()),
             "actor_target": _numpy_state(self.actor_target.state_dict()),
             "critic_target": _numpy_state(self.critic_target.state_dict()),
             # Copies: torch's state_dict() and load_state_dict() share the moment tensors.
-            "actor_optimizer": copy.deepcopy(self.actor_optimizer.state_dict()),
-            "critic_optimizer": copy.deepcopy(self.critic_optimizer.state_dict()),
+            "actor_optimizer": _on_cpu(self.actor_optimizer.state_dict()),
+            "critic_optimizer": _on_cpu(self.critic_optimizer.state_dict()),
             "num_updates": self.num_updates,
             "num_critic_steps": self.num_critic_steps,
             "num_actor_steps": self.num_actor_steps,
             "generator": self.generator.get_state().numpy(),
+            "generator_device": self.device.type,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -356,15 +367,36 @@ class TD3Updater:
             if name in state:
                 setattr(self, name, int(state[name]))
         if "generator" in state:
-            self.generator.set_state(torch.as_tensor(np.asarray(state["generator"]), dtype=torch.uint8))
+            if state.get("generator_device", "cpu") == self.device.type:
+                self.generator.set_state(torch.as_tensor(np.asarray(state["generator"]), dtype=torch.uint8))
+            else:  # a CPU generator's state does not fit a CUDA one (nor back): the noise stream restarts
+                logger.warning(
+                    "rllib_ext: TD3 state saved with its smoothing noise on %s, restored on %s: the noise "
+                    "generator is re-seeded (weights, optimizers and counters are restored)",
+                    state.get("generator_device", "cpu"),
+                    self.device.type,
+                )
 
 
-def as_tensors(batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-    """The :data:`BATCH_KEYS` of ``batch`` as float32 tensors (arrays are wrapped, not copied)."""
+def as_tensors(batch: dict[str, Any], device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+    """The :data:`BATCH_KEYS` of ``batch`` as float32 tensors on ``device`` (on the CPU, arrays are
+    wrapped, not copied)."""
     missing = [k for k in BATCH_KEYS if k not in batch]
     if missing:
         raise ValueError(f"TD3 batch lacks {missing}; needs {list(BATCH_KEYS)}")
-    return {k: torch.as_tensor(batch[k], dtype=torch.float32) for k in BATCH_KEYS}
+    return {k: torch.as_tensor(batch[k], dtype=torch.float32, device=device) for k in BATCH_KEYS}
+
+
+def _on_cpu(tree: Any) -> Any:
+    """A deep copy of an optimizer's state dict with every tensor on the CPU (torch's
+    ``load_state_dict`` moves the moments back to the parameters' device)."""
+    if isinstance(tree, torch.Tensor):
+        return tree.detach().cpu().clone()
+    if isinstance(tree, dict):
+        return {k: _on_cpu(v) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(_on_cpu(v) for v in tree)
+    return copy.deepcopy(tree)
 
 
 def _numpy_state(state_dict: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:

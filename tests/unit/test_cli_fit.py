@@ -97,3 +97,19 @@ def test_cpus_still_held_fall_back_to_the_cluster_total(free_cpus, monkeypatch, 
     cli.fit_env_runners("IMPACT_EXT", algo_cls, config, explicit=False)
     assert config.num_env_runners == 1
     assert "the cluster has 2 in all, 1 free now;" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["AESRL_EXT", "CEMRL_EXT"])
+def test_a_gpu_critic_on_a_cluster_without_gpus_is_one_error(name, monkeypatch):
+    """critic_num_gpus is a bundle of the trial's placement group: without it, Tune would place the
+    critic's GPU nowhere and wait forever; with no GPU in the cluster the CLI says so first."""
+    algo_cls, config = _config(name, num_env_runners=1, critic_num_gpus=1, critic_num_cpus=1)
+    assert algo_cls.default_resource_request(config).bundles[-1] == {"CPU": 1.0, "GPU": 1.0}
+    assert algo_cls.default_resource_request(config.copy(copy_frozen=False).training(critic_num_gpus=0)).bundles[
+        -1
+    ] == {"CPU": 1.0}
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 16.0})
+    with pytest.raises(cli.CLIError, match=rf"{algo_cls.__name__} asks for 1 GPUs .* the Ray cluster has 0"):
+        cli.check_resources(algo_cls, config)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 16.0, "GPU": 1.0})
+    cli.check_resources(algo_cls, config)

@@ -10,6 +10,7 @@ import ray
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
+from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm
 from rllib_ext.common.erl.critic_worker import CriticWorker
@@ -28,9 +29,28 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     critic from its last weights (its optimizer state is lost), the replay empty.
     """
 
+    @classmethod
+    @override(Algorithm)
+    def default_resource_request(cls, config):
+        """RLlib's bundles plus one for the critic worker when it reserves CPUs or GPUs, so that under
+        Tune the critic is placed inside the trial's placement group."""
+        request = super().default_resource_request(config)
+        config = cls.get_default_config().update_from_dict(config) if isinstance(config, dict) else config
+        critic = {"CPU": float(config.critic_num_cpus), "GPU": float(config.critic_num_gpus)}
+        critic = {k: v for k, v in critic.items() if v > 0}
+        if not critic:
+            return request
+        return PlacementGroupFactory(bundles=[*request.bundles, critic], strategy=request.strategy)
+
     @override(BlackBoxAlgorithm)
     def setup(self, config):
         self.mu = self.var = None
+        wanted = float(config.critic_num_gpus)
+        if wanted > 0 and ray.is_initialized() and ray.cluster_resources().get("GPU", 0) < wanted:
+            raise ValueError(
+                f"critic_num_gpus={config.critic_num_gpus:g} but the Ray cluster has "
+                f"{ray.cluster_resources().get('GPU', 0):g} GPUs: set critic_num_gpus=0 to train the critic on the CPU"
+            )
         super().setup(config)
         obs_space, act_space = self.spaces[DEFAULT_MODULE_ID]
         self._obs_dim, self._act_space = int(obs_space.shape[0]), act_space
@@ -59,9 +79,15 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         )
 
     def _make_critic(self) -> None:
-        remote = ray.remote(num_cpus=self.config.critic_num_cpus)(CriticWorker)
+        gpus = self.config.critic_num_gpus
+        remote = ray.remote(num_cpus=self.config.critic_num_cpus, num_gpus=gpus)(CriticWorker)
         self.critic = remote.remote(
-            self._obs_dim, self._act_space, self.config.td3_settings, self.replay, self.config.seed
+            self._obs_dim,
+            self._act_space,
+            self.config.td3_settings,
+            self.replay,
+            self.config.seed,
+            device="cuda" if gpus > 0 else "cpu",
         )
         if self._last_critic is not None:
             weights = self._last_critic

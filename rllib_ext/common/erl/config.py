@@ -61,6 +61,10 @@ class ERLConfig(BlackBoxConfig):
     ``replay_sample_chunk``: minibatches fetched per replay call. ``checkpoint_replay``: whether
     checkpoints hold the replay contents (False: they hold the networks, population and counters).
     ``critic_num_cpus``: CPUs reserved for the critic worker (0: it shares the machine).
+    ``critic_num_gpus``: GPUs for the critic worker (0: it trains on the CPU; 1, or a fraction, puts
+    the critic, its targets and the TD3 target actor on a GPU, as both reference codes do). The RL
+    individuals' actor steps stay on their env runners' CPUs. Checked against the cluster before any
+    actor starts; under Tune the critic's CPUs and GPUs are a bundle of the trial's placement group.
     ``optimizer`` (``"adam"``) and ``optimizer_kwargs``: the TD3 optimizer of the critic and of
     the RL individuals, by name (``rllib_ext.optim``).
 
@@ -98,6 +102,7 @@ class ERLConfig(BlackBoxConfig):
         self.replay_sample_chunk = 50
         self.checkpoint_replay = False
         self.critic_num_cpus = 0
+        self.critic_num_gpus = 0
         self.env_runner_cls = ERLEnvRunner
         self.jobs_in_flight_per_env_runner = 1  # "whenever a runner is idle": one individual each
 
@@ -124,6 +129,7 @@ class ERLConfig(BlackBoxConfig):
         replay_sample_chunk=NotProvided,
         checkpoint_replay=NotProvided,
         critic_num_cpus=NotProvided,
+        critic_num_gpus=NotProvided,
         **kwargs,
     ) -> ERLConfig:
         super().training(**kwargs)
@@ -147,6 +153,7 @@ class ERLConfig(BlackBoxConfig):
             replay_sample_chunk=replay_sample_chunk,
             checkpoint_replay=checkpoint_replay,
             critic_num_cpus=critic_num_cpus,
+            critic_num_gpus=critic_num_gpus,
         )
         return self
 
@@ -175,7 +182,7 @@ class ERLConfig(BlackBoxConfig):
             positive(name, allow_zero=True)
         for name in ("rl_batch_size", "replay_capacity", "replay_sample_chunk", "policy_delay"):
             positive(name, integer=True)
-        for name in ("initial_steps", "critic_num_cpus"):
+        for name in ("initial_steps", "critic_num_cpus", "critic_num_gpus"):
             positive(name, allow_zero=True)
         if self.rl_start_steps is not None:
             positive("rl_start_steps", integer=True, allow_zero=True)

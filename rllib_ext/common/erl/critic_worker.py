@@ -14,9 +14,11 @@ from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.transitions import writable
 
 
-def make_td3_updater(obs_dim: int, action_space, settings: dict[str, Any], *, actor, seed=None) -> TD3Updater:
+def make_td3_updater(
+    obs_dim: int, action_space, settings: dict[str, Any], *, actor, seed=None, device: str = "cpu"
+) -> TD3Updater:
     """The family's TD3 trainer from ``ERLConfig.td3_settings``, around a given actor (critic worker: μ;
-    env runner: the RL individual, i.e. its module's policy)."""
+    env runner: the RL individual, i.e. its module's policy), on ``device``."""
     s = settings
     return TD3Updater(
         obs_dim,
@@ -33,6 +35,7 @@ def make_td3_updater(obs_dim: int, action_space, settings: dict[str, Any], *, ac
         optimizer=s["optimizer"],
         optimizer_kwargs=s["optimizer_kwargs"],
         actor=actor,
+        device=device,
     )
 
 
@@ -44,9 +47,20 @@ class CriticWorker:
     individual about to be trained), then takes ``steps`` critic steps on replay minibatches,
     soft-updating the target critic every ``policy_delay`` critic steps (1, every step, by default:
     the references' schedule; see :class:`~rllib_ext.common.erl.config.ERLConfig`).
+
+    ``device``: ``"cuda"`` when the algorithm gives the worker a GPU (``critic_num_gpus``), as both
+    reference codes train their critic on one; weights leave the worker as CPU arrays either way.
     """
 
-    def __init__(self, obs_dim: int, action_space, settings: dict[str, Any], replay, seed: int | None = None):
+    def __init__(
+        self,
+        obs_dim: int,
+        action_space,
+        settings: dict[str, Any],
+        replay,
+        seed: int | None = None,
+        device: str = "cpu",
+    ):
         torch.set_num_threads(1)
         self.settings, self.replay = dict(settings), replay
         s = self.settings
@@ -55,13 +69,13 @@ class CriticWorker:
             if seed is not None:
                 torch.manual_seed(int(seed))
             actor = make_actor(obs_dim, action_space, tuple(s["policy_hiddens"]))
-        self.updater = make_td3_updater(obs_dim, action_space, s, actor=actor, seed=seed)
+        self.updater = make_td3_updater(obs_dim, action_space, s, actor=actor, seed=seed, device=device)
 
     def set_replay(self, replay) -> None:
         self.replay = replay
 
     def critic_weights(self) -> dict[str, np.ndarray]:
-        return {k: v.detach().numpy().copy() for k, v in self.updater.critic.state_dict().items()}
+        return {k: v.detach().cpu().numpy().copy() for k, v in self.updater.critic.state_dict().items()}
 
     def train(self, steps: int, actor_flat: np.ndarray) -> dict[str, Any]:
         """``steps`` critic steps with π' = π = ``actor_flat``; returns the new critic weights."""

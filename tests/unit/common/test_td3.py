@@ -196,6 +196,58 @@ def test_updater_state_round_trip_and_seed():
     assert torch.equal(_params(a.actor), _params(b.actor))
 
 
+def _all_tensors_on_cpu(tree) -> bool:
+    if isinstance(tree, torch.Tensor):
+        return tree.device.type == "cpu"
+    if isinstance(tree, dict):
+        return all(_all_tensors_on_cpu(v) for v in tree.values())
+    if isinstance(tree, (list, tuple)):
+        return all(_all_tensors_on_cpu(v) for v in tree)
+    return True
+
+
+def test_updater_state_restores_across_devices_except_the_noise_stream(caplog):
+    """A state saved with the noise generator on another device (a GPU critic's checkpoint restored
+    on a CPU machine) restores weights, optimizers and counters, and says that the noise restarts."""
+    a = TD3Updater(3, SPACE, hiddens=(16,), seed=3)
+    for i in range(2):
+        a.update(_batch(16, seed=i))
+    state = a.get_state()
+    assert state["generator_device"] == "cpu" and _all_tensors_on_cpu(state)
+    state["generator_device"] = "cuda"
+    b = TD3Updater(3, SPACE, hiddens=(16,), seed=99)
+    before = b.generator.get_state().clone()
+    with caplog.at_level("WARNING", logger="rllib_ext.common.td3"):
+        b.set_state(state)
+    assert "re-seeded" in caplog.text
+    assert torch.equal(b.generator.get_state(), before)
+    assert b.num_updates == 2
+    for name in ("actor", "critic", "actor_target", "critic_target"):
+        assert torch.equal(_params(getattr(a, name)), _params(getattr(b, name)))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_updater_on_a_gpu_trains_there_and_saves_a_cpu_state():
+    """The ERL critic worker's GPU path (critic_num_gpus): networks, targets, noise and batches on
+    the GPU; set_flat keeps θ there; the saved state loads into a CPU updater with equal Q-values."""
+    gpu = TD3Updater(3, SPACE, hiddens=(16,), seed=3, device="cuda")
+    theta = gpu.actor.get_flat()
+    gpu.actor.set_flat(theta + 0.01)
+    assert all(p.device.type == "cuda" for p in gpu.actor.parameters())
+    for i in range(4):
+        stats = gpu.update(_batch(16, seed=i))
+    assert np.isfinite(stats["critic_loss"]) and gpu.num_actor_steps == 2
+    assert all(p.device.type == "cuda" for net in (gpu.critic, gpu.critic_target) for p in net.parameters())
+    state = gpu.get_state()
+    assert state["generator_device"] == "cuda" and _all_tensors_on_cpu(state)
+    cpu = TD3Updater(3, SPACE, hiddens=(16,), seed=99)
+    cpu.set_state(state)
+    b = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in _batch(8, seed=7).items()}
+    q_gpu = gpu.critic.q1(b["obs"].cuda(), b["actions"].cuda()).cpu()
+    torch.testing.assert_close(cpu.critic.q1(b["obs"], b["actions"]), q_gpu, rtol=1e-4, atol=1e-5)
+    cpu.update(_batch(16, seed=8))  # the moments moved to the CPU with the state
+
+
 def test_updater_rejects_bad_settings():
     with pytest.raises(ValueError, match="Box"):
         TD3Updater(3, gym.spaces.Discrete(2))

@@ -1,7 +1,9 @@
 """AESRL_EXT (paper 001) on Ray: trains, checkpoints, restores, recovers its critic and replay actors."""
 
 import numpy as np
+import pytest
 import ray
+import torch
 
 from tests.builders import small_aesrl_config
 
@@ -123,3 +125,39 @@ def test_aesrl_trains_with_default_scale_on_an_env_without_table_5(ray_session):
         assert np.isfinite(algo.mu).all()
     finally:
         algo.stop()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a cluster without GPUs")
+def test_aesrl_gpu_critic_without_a_gpu_fails_before_actors_start(ray_session, monkeypatch):
+    from ray.rllib.env.env_runner_group import EnvRunnerGroup
+
+    def no_actors(*args, **kwargs):
+        raise AssertionError("env runners were being created for a critic that cannot be placed")
+
+    monkeypatch.setattr(EnvRunnerGroup, "__init__", no_actors)
+    with pytest.raises(ValueError, match=r"critic_num_gpus=1 but the Ray cluster has 0 GPUs"):
+        small_aesrl_config(critic_num_gpus=1).build_algo()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_aesrl_critic_trains_on_a_gpu(ray_session, tmp_path):
+    """critic_num_gpus=1: the critic worker holds its networks on the GPU, trains, and its weights
+    and checkpointed state come back as CPU arrays (a checkpoint restores with the critic on the CPU)."""
+    algo = small_aesrl_config(initial_steps=200, critic_num_gpus=1).build_algo()
+    try:
+        train_until(algo, lambda r: r["blackbox"].get("critic_steps_lifetime", 0) > 0)
+        assert ray.get(algo.critic.__ray_call__.remote(lambda w: str(w.updater.device))) == "cuda"
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+        critic = ray.get(algo.critic.get_state.remote())
+    finally:
+        algo.stop()
+    assert all(isinstance(v, np.ndarray) for v in critic["critic"].values())
+    restored = small_aesrl_config(initial_steps=200).build_algo()  # critic_num_gpus 0
+    try:
+        restored.restore_from_path(path)
+        state = ray.get(restored.critic.get_state.remote())
+        for k, v in critic["critic"].items():
+            assert np.array_equal(state["critic"][k], v)
+        restored.train()
+    finally:
+        restored.stop()
