@@ -168,6 +168,7 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     def validate(self) -> None:
         super().validate()
         check_optimizer(self)
+        self._check_model_config()
         if not (
             isinstance(self.noise_stdev, (int, float)) and self.noise_stdev > 0 and math.isfinite(self.noise_stdev)
         ):
@@ -249,6 +250,28 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     def make_sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
         """The perturbation sampler (the same on the driver and on every runner)."""
         return samplers_lib.make_sampler(self.sampler, dim, antithetic=self.sampler_antithetic)
+
+    #: The hidden-size settings RLlib's ``model_config["fcnet_hiddens"]`` must agree with.
+    network_settings: tuple[str, ...] = ("policy_hiddens",)
+
+    def _check_model_config(self) -> None:
+        """RLlib's ``model_config`` network keys are not this family's: its network is ``policy_hiddens``
+        and ``policy_activation``. Equal values pass (a race may set one network for RLlib's algorithms
+        and these); a different one would be silently ignored, so it is an error naming both."""
+        mc = dict(self.model_config or {})
+        if "fcnet_hiddens" in mc:
+            for name in self.network_settings:
+                if list(mc["fcnet_hiddens"]) != list(getattr(self, name)):
+                    self._value_error(
+                        f"model_config fcnet_hiddens={list(mc['fcnet_hiddens'])} is not used by "
+                        f"{self.algo_class.__name__ if self.algo_class else 'this algorithm'}: its network is "
+                        f"{name}={list(getattr(self, name))}; set {name} (or make them equal)"
+                    )
+        if "fcnet_activation" in mc and str(mc["fcnet_activation"]).lower() != str(self.policy_activation).lower():
+            self._value_error(
+                f"model_config fcnet_activation={mc['fcnet_activation']!r} is not used: the policy's activation "
+                f"is policy_activation={self.policy_activation!r}; set policy_activation (or make them equal)"
+            )
 
     @property
     def model_config_for_policy(self) -> dict[str, Any]:

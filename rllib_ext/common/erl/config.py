@@ -74,6 +74,9 @@ class ERLConfig(BlackBoxConfig):
 
     supported_actions = (CONTINUOUS,)  # TD3: a 1-d Box
 
+    # TD3_EXT's model_config fcnet_hiddens sizes its actor and its critics alike.
+    network_settings = ("policy_hiddens", "critic_hiddens")
+
     optimizer_steps_theta = False  # ``optimizer`` is the TD3 networks'; μ, σ² follow the ES rules
 
     def __init__(self, algo_class=None):
