@@ -676,7 +676,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RaceError as e:
         print(f"race: error: {e}", file=sys.stderr)
         return 2
-    not_own = {*args.common, *EXECUTION_KEYS, "threads", "registered_algorithm"}
+    # An execution setting the race varies on purpose (--variable) is shown as the entry's own.
+    not_own = {*args.common, *(set(EXECUTION_KEYS) - set(args.variable)), "threads", "registered_algorithm"}
     for e in entries:
         own_text = ", ".join(f"{k}: {e.settings[k]!r}" for k in sorted(set(e.settings) - not_own))
         print(f"race: {e.label} ({e.registered}): own settings {{{own_text}}}")
