@@ -277,6 +277,17 @@ MEASUREMENT_TABLES = {
             ("impact_update_ms", "impact_update per update (ms)", "{:.2f}"),
         ),
     },
+    "aesrl_time": {
+        "title": "Paper 001 Table 1, scaled: wall time for an env-step budget (`benchmarks/aesrl_time.py`)",
+        "keys": ("env", "method", "runners", "budget", "critic_gpus", "code", "note"),
+        "values": (
+            ("wall_s", "wall s", "{:.1f}"),
+            ("critic_steps", "critic steps", "{:.0f}"),
+            ("rl", "RL individuals", "{:.0f}"),
+            ("es", "ES individuals", "{:.0f}"),
+            ("mean_eval_steps", "f(μ) env steps", "{:.0f}"),
+        ),
+    },
     "cves_variance": {
         "title": "CV-ES gradient variance at a fixed θ (`benchmarks/cves_variance_real.py`)",
         "keys": ("env", "pg_baseline", "gamma", "eta_lr", "batches"),
