@@ -369,10 +369,10 @@ class TD3Updater:
         if "generator" in state:
             if state.get("generator_device", "cpu") == self.device.type:
                 self.generator.set_state(torch.as_tensor(np.asarray(state["generator"]), dtype=torch.uint8))
-            else:  # a CPU generator's state does not fit a CUDA one (nor back): the noise stream restarts
+            else:  # a CPU generator's state does not fit a CUDA one (nor back): the noise stream differs
                 logger.warning(
                     "rllib_ext: TD3 state saved with its smoothing noise on %s, restored on %s: the noise "
-                    "generator is re-seeded (weights, optimizers and counters are restored)",
+                    "generator keeps its own seed's stream (weights, optimizers and counters are restored)",
                     state.get("generator_device", "cpu"),
                     self.device.type,
                 )

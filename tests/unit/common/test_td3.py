@@ -219,7 +219,7 @@ def test_updater_state_restores_across_devices_except_the_noise_stream(caplog):
     before = b.generator.get_state().clone()
     with caplog.at_level("WARNING", logger="rllib_ext.common.td3"):
         b.set_state(state)
-    assert "re-seeded" in caplog.text
+    assert "keeps its own seed's stream" in caplog.text
     assert torch.equal(b.generator.get_state(), before)
     assert b.num_updates == 2
     for name in ("actor", "critic", "actor_target", "critic_target"):

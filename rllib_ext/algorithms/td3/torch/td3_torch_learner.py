@@ -29,7 +29,7 @@ from rllib_ext.common.td3 import TD3Updater
 from rllib_ext.common.threads import TorchThreadsLearner
 
 #: The updater's counters and noise generator, kept in checkpoints next to RLlib's state.
-_UPDATER_STATE_KEYS = ("num_updates", "num_critic_steps", "num_actor_steps", "generator")
+_UPDATER_STATE_KEYS = ("num_updates", "num_critic_steps", "num_actor_steps", "generator", "generator_device")
 
 
 class TD3TorchLearner(TorchThreadsLearner, TD3Learner, TorchLearner):
@@ -57,6 +57,7 @@ class TD3TorchLearner(TorchThreadsLearner, TD3Learner, TorchLearner):
             critic=module.critic,
             actor_target=module.actor_target,
             critic_target=module.critic_target,
+            device=self._device,  # the learner's (a GPU with num_gpus_per_learner): batches and noise go there
         )
         self.updaters = getattr(self, "updaters", {})
         self.updaters[module_id] = updater
