@@ -360,7 +360,13 @@ class AESRL(ERLAlgorithm):
         self.population = self.config.make_population(self.mu)
         self.population.var = self.var
         self.counters.update(
-            {"mean_eval_env_steps": 0, "individuals_failed": 0, "critic_wait_s": 0.0, "warmup_individuals": 0}
+            {
+                "mean_eval_env_steps": 0,
+                "individuals_failed": 0,
+                "critic_wait_s": 0.0,
+                "warmup_individuals": 0,
+                "es_before_rl": 0,
+            }
         )
         self._pending: dict[int, dict[str, Any]] = {}  # job id -> {"z", "rl", "warmup"}: individuals in flight
         self._awaiting_mean: dict[int, dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
@@ -389,6 +395,10 @@ class AESRL(ERLAlgorithm):
             self.metrics.log_value((BLACKBOX, "p_rl"), prob, reduce="mean", window=20)
             rl = bool(self._rng.random() < prob)
             self.counters["n_rl" if rl else "n_es"] += 1
+        elif steps >= cfg.initial_steps:
+            # An ES individual before RL can start (rl_start_steps, or no critic weights yet: a GPU
+            # critic's first answer can take seconds): told like any other, not in Eq. 3's counts.
+            self.counters["es_before_rl"] += 1
         seed = self.next_batch_seed()
         job = IndividualJob(
             id=self.pool.new_job_id(),
@@ -547,6 +557,7 @@ class AESRL(ERLAlgorithm):
         m.log_value(
             (BLACKBOX, "warmup_individuals_lifetime"), self.counters["warmup_individuals"], reduce="max", window=1
         )
+        m.log_value((BLACKBOX, "es_before_rl_lifetime"), self.counters["es_before_rl"], reduce="max", window=1)
         for kind, ps in self._p_by_kind.items():
             if ps:
                 m.log_value((BLACKBOX, f"p_{kind}_individuals"), float(np.mean(ps)), reduce="mean", window=1)

@@ -150,3 +150,16 @@ def test_a_requeued_individual_is_credited_to_the_mu_it_was_built_from(fake_ray,
     handle(algo, algo.pool.poll(timeout_s=0))
     assert algo.pool.num_credit_mismatches == 0
     assert algo.update_index == 3 and np.array_equal(algo.mu, z_a)  # μ_3 = the z that was evaluated
+
+
+def test_es_individuals_before_the_critic_answers_are_counted_apart(fake_ray, runner):
+    """Past rl_start_steps but without critic weights yet (a GPU critic's first answer can take
+    seconds), an individual is an ES one: counted under es_before_rl, not in Eq. (3)'s n_es; once
+    the critic has answered, individuals enter Eq. (3)'s counts."""
+    algo = make_driver(runner, initial_steps=0, rl_start_steps=0)
+    algo._submit_individual()
+    assert algo.counters["es_before_rl"] == 1 and algo.counters["n_es"] == algo.counters["n_rl"] == 0
+    assert not algo._pending[max(algo._pending)]["rl"]
+    algo.critic_ref = ("ref", {})  # the critic's first weights
+    algo._submit_individual()
+    assert algo.counters["es_before_rl"] == 1 and algo.counters["n_es"] + algo.counters["n_rl"] == 1
