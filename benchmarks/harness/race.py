@@ -611,20 +611,25 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
     if not isinstance(args.common, dict):
         parser.error("--common must be a JSON object")
     own = parse_own_settings(parser, args.set, list(args.algos))
-    args.command_line = "python -m benchmarks.harness.race " + " ".join(_quote(a) for a in _without_results_dir(argv))
+    args.command_line = "python -m benchmarks.harness.race " + " ".join(_quote(a) for a in race_argv(argv))
     return args, own
 
 
-def _without_results_dir(argv: Sequence[str]) -> list[str]:
-    """``argv`` less ``--results-dir``: where this machine kept the rows is not part of the race's
-    command (the rows are copied into benchmarks/results/, where the command without it writes)."""
-    out, skip = [], False
+#: Flags of how one invocation ran, not of the race: left out of the recorded command. Where this
+#: machine kept the rows (they are copied into benchmarks/results/, where the command without it
+#: writes) and how a long race was split into chunks (the command without them runs it whole).
+_INVOCATION_FLAGS = {"--results-dir": 1, "--stop-after-s": 1, "--resume": 0, "--dry-run": 0}
+
+
+def race_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` less the :data:`_INVOCATION_FLAGS` (and their values): the race's own command."""
+    out, skip = [], 0
     for a in argv:
         if skip:
-            skip = False
-        elif a == "--results-dir":
-            skip = True
-        elif not a.startswith("--results-dir="):
+            skip -= 1
+        elif a in _INVOCATION_FLAGS:
+            skip = _INVOCATION_FLAGS[a]
+        elif not any(a.startswith(f + "=") for f in _INVOCATION_FLAGS):
             out.append(a)
     return out
 

@@ -170,8 +170,9 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
             lines.append("")
             for algo, values in own.items():
                 lines.append(f"- {algo}: `{json.dumps(values, sort_keys=True)}`")
-            command = first.extra.get("command")
-            if command:
+            # Every distinct command of the race (an --append adds its own), in first-seen order.
+            commands = list(dict.fromkeys(r.extra["command"] for r in race_rows if r.extra.get("command")))
+            for command in commands:
                 lines += ["", "```", command, "```"]
             lines += ["", "</details>", ""]
     return "\n".join(lines)

@@ -386,10 +386,20 @@ def test_resume_and_stop_after_s_arguments(tmp_path, capsys):
     assert race.main([*argv, "--benchmark", "impact_vs_appo", "--resume", "--dry-run"]) == 0
 
 
-@pytest.mark.parametrize("where", [["--results-dir", "/tmp/elsewhere"], ["--results-dir=/tmp/elsewhere"]])
+@pytest.mark.parametrize(
+    "where",
+    [
+        ["--results-dir", "/tmp/elsewhere"],
+        ["--results-dir=/tmp/elsewhere"],
+        ["--results-dir", "/tmp/elsewhere", "--stop-after-s", "7500", "--resume"],
+        ["--stop-after-s=60", "--results-dir=/tmp/elsewhere", "--dry-run"],
+    ],
+)
 def test_recorded_command_leaves_out_where_the_rows_were_kept(where):
-    """A row's command reproduces the race: every setting stays, the local results folder does not."""
+    """A row's command reproduces the race: every setting stays; the local results folder and how the
+    invocation was chunked (--stop-after-s, --resume) do not."""
     args, _ = race.parse_args([*BASE[:2], *where, *BASE[2:], "--set", "APPO:lr=0.1", "--seeds", "3"])
     assert args.results_dir == "/tmp/elsewhere"
-    assert "elsewhere" not in args.command_line and "--results-dir" not in args.command_line
+    for gone in ("elsewhere", "--results-dir", "--stop-after-s", "--resume", "--dry-run", "7500"):
+        assert gone not in args.command_line
     assert args.command_line.endswith(" ".join([*BASE[2:], "--set", "APPO:lr=0.1", "--seeds", "3"]))

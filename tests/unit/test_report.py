@@ -46,6 +46,15 @@ def test_a_comparable_race_gets_iqm_ci_and_per_seed_finals():
     assert "python -m benchmarks.harness.race" in table
 
 
+def test_every_distinct_command_of_a_race_is_shown_once():
+    """An --append adds entries with their own command: the table shows each command, once, in order."""
+    rows = race_rows()
+    appended = [dataclasses.replace(r, algorithm="C", extra={"command": "python -m race --append C"}) for r in rows[:5]]
+    table = report.summary_table(rows + appended, {})
+    assert table.count("python -m benchmarks.harness.race ...") == 1 and table.count("--append C") == 1
+    assert table.index("python -m benchmarks.harness.race ...") < table.index("--append C")
+
+
 def test_a_row_with_another_shared_setting_marks_the_race_not_comparable():
     rows = race_rows()
     rows[3] = dataclasses.replace(rows[3], settings={**rows[3].settings, "model_config": {"fcnet_hiddens": [256]}})
