@@ -63,9 +63,10 @@ its checkpoint and its curve so far under ``<results>/<benchmark>/<race>.partial
 status is 3. The same command with ``--resume`` skips the runs that have a row, restores the
 paused run (``Algorithm.from_checkpoint``) and goes on; a finished row counts its invocations in
 ``extra["chunks"]``. Wall time stays ``train()`` time, summed over the chunks. What a checkpoint
-does not hold starts afresh at a resume: the replay memories of the off-policy learners (RLlib's
-and ReF-ER's) are refilled, so a chunked run is not the same run as an unbroken one; race such
-algorithms in equal chunks, or unbroken.
+does not hold starts afresh at a resume: RLlib's off-policy learners (SAC, ...) refill their replay,
+so such a chunked run is not the same run as an unbroken one. rllib_ext's replay learners (TD3_EXT,
+AESRL_EXT, CEMRL_EXT, VRACER_EXT, DDPG_EXT, NAF_EXT) keep theirs with ``checkpoint_replay: true``:
+set it in ``--common`` for a chunked race.
 
 Evaluation (one path per family, both on the driver, both deterministic):
 

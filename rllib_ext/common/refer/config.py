@@ -68,6 +68,10 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             correction at m) of the full recompute per write-back. 0 (default) corrects every
             prior step, as Algorithm 3; e.g. 1e-6 saves 10-25% of a write-back at 2^18 steps in
             1000-step episodes and nothing in small memories (``ReplayMemory``'s docstring).
+        checkpoint_replay: whether checkpoints hold the RM's contents and bookkeeping (False, as
+            TD3_EXT's: up to 2^18 steps of states, actions and statistics). With True a restored
+            algorithm samples and corrects the same memory (e.g. a race paused and resumed
+            across sessions); without, it refills N_start steps first.
         torch_num_threads: torch threads of the Learner's process (1: a 2×128 MLP at B 256 is
             fastest on one thread, and several threads contend with the env runners); None
             leaves torch's default. Note that the local Learner shares the driver's process.
@@ -102,6 +106,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.optimizer_kwargs = {}
         self.reward_scale_interval = 1000
         self.retrace_tolerance = 0.0
+        self.checkpoint_replay = False
         self.torch_num_threads = 1
         # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
         # (logged, counted in env_runners/num_env_step_failures), not the env runner.
@@ -127,6 +132,7 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         optimizer_kwargs: dict[str, Any] | None = NotProvided,
         reward_scale_interval: int | None = NotProvided,
         retrace_tolerance: float | None = NotProvided,
+        checkpoint_replay: bool | None = NotProvided,
         torch_num_threads: int | None = NotProvided,
         **kwargs,
     ) -> Self:
@@ -151,6 +157,8 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(
                 f"`refer_C` (C) must be > 0 so that c_max = 1 + C/(1 + A·t) > 1 (Eq. 13), got {self.refer_C!r}"
             )
+        if not isinstance(self.checkpoint_replay, bool):
+            self._value_error(f"`checkpoint_replay` must be True or False, got {self.checkpoint_replay!r}")
         if not is_number(self.refer_A) or self.refer_A < 0:
             self._value_error(f"`refer_A` (A) must be >= 0, got {self.refer_A!r}")
         if not is_number(self.refer_D) or not 0.0 < self.refer_D < 1.0:

@@ -23,9 +23,10 @@ RLlib's trained-step counters) are accumulated over the gradient steps of one
 
 Checkpoints: β, t, the gradient-step count k, whether the state statistics were fixed and the
 reward scale go through :meth:`get_state` (key ``"refer"``); the state statistics are module
-buffers (part of the RLModule's state). **The RM's contents are not checkpointed** (2^18 steps
-of states, actions and statistics): a restored algorithm refills N_start steps before its next
-gradient step, then continues with the restored β and annealing step.
+buffers (part of the RLModule's state). The RM's contents (2^18 steps of states, actions and
+statistics) are checkpointed only with ``checkpoint_replay``; without, a restored algorithm
+refills N_start steps before its next gradient step, then continues with the restored β and
+annealing step.
 """
 
 from __future__ import annotations
@@ -256,11 +257,13 @@ class ReFERLearner(Learner):
             "state_stats_set": self._state_stats_set,
             "reward_scale": self.memory.reward_scale,
         }
+        if self.config.checkpoint_replay:
+            state[STATE_KEY]["memory"] = self.memory.get_state()
         return state
 
     @override(Learner)
     def set_state(self, state: StateDict) -> None:
-        """Restores :meth:`get_state`'s output (the RM starts empty, see module docstring)."""
+        """Restores :meth:`get_state`'s output (without ``checkpoint_replay`` the RM starts empty)."""
         super().set_state(state)
         s = state.get(STATE_KEY)
         if s is not None:
@@ -269,3 +272,5 @@ class ReFERLearner(Learner):
             self._env_steps = int(s["env_steps"])
             self._state_stats_set = bool(s["state_stats_set"])
             self.memory.reward_scale = float(s["reward_scale"])
+            if "memory" in s:  # checkpoint_replay: the RM itself (its reward scale included)
+                self.memory.set_state(s["memory"])

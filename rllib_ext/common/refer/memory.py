@@ -528,6 +528,62 @@ class ReplayMemory:
             "reward_scale": self.reward_scale,
         }
 
+    # ------------------------------------------------------------------ checkpoints
+    def get_state(self) -> dict[str, Any]:
+        """The stored steps and every bookkeeping value that sampling, the write-back, PER and the
+        far-policy count read, so that a restored memory samples and updates as this one would."""
+        return {
+            "cols": {name: self._col(name).copy() for name in self._cols},
+            "head": self.head,
+            "tail": self.tail,
+            "episodes": [[e[0], e[1], e[2], e[3].copy(), e[4]] for e in self._episodes],
+            "first_serial": self._first_serial,
+            "next_serial": self._next_serial,
+            "num_added_episodes": self.num_added_episodes,
+            "num_evicted_episodes": self.num_evicted_episodes,
+            "reward_scale": self.reward_scale,
+            "rng": self.rng.bit_generator.state,
+            "per_beta": self.per_beta,
+            "per": None
+            if self._per_cdf is None
+            else {"order": self._per_order.copy(), "p": self._per_p.copy(), "cdf": self._per_cdf.copy()},
+            "writes_since_sort": self._writes_since_sort,
+            "far_c": self._far_c,
+            "far_count": self._far_count,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores :meth:`get_state`'s output (capacity, γ and mode stay this memory's own)."""
+        live = int(state["tail"]) - int(state["head"])
+        self._alloc = max(2 * self.capacity, 2 * live, 16)
+        self._cols = {}
+        for name, values in state["cols"].items():
+            col = np.zeros((self._alloc,) + values.shape[1:], dtype=values.dtype)
+            col[:live] = values
+            self._cols[name] = col
+        self.head, self.tail = int(state["head"]), int(state["tail"])
+        self._base = self.head
+        self._episodes = deque([list(e) for e in state["episodes"]])
+        self._first_serial, self._next_serial = int(state["first_serial"]), int(state["next_serial"])
+        self.num_added_episodes = int(state["num_added_episodes"])
+        self.num_evicted_episodes = int(state["num_evicted_episodes"])
+        self.reward_scale = float(state["reward_scale"])
+        self.rng.bit_generator.state = state["rng"]
+        self.per_beta = float(state["per_beta"])
+        per = state["per"]
+        self._per_order, self._per_p, self._per_cdf = (
+            (None, None, None)
+            if per is None
+            else (
+                per["order"].copy(),
+                per["p"].copy(),
+                per["cdf"].copy(),
+            )
+        )
+        self._writes_since_sort = int(state["writes_since_sort"])
+        self._far_c = None if state["far_c"] is None else float(state["far_c"])
+        self._far_count = int(state["far_count"])
+
     def column(self, name: str) -> np.ndarray:
         """A copy of one stored per-step column (``obs``, ``rho``, ``v``, ``v_tbc``, ...)."""
         return self._col(name).copy()

@@ -68,6 +68,30 @@ def test_train_two_iterations_and_checkpoint_round_trip(ray_session, tmp_path):
         restored.stop()
 
 
+def test_checkpoint_replay_restores_the_memory(ray_session, tmp_path):
+    """checkpoint_replay: a restored VRACER_EXT samples the same RM (a race resumed across sessions
+    goes on with it) instead of refilling N_start steps."""
+    algo = _config(checkpoint_replay=True).build_algo()
+    try:
+        algo.train()
+        memory = algo.learner_group._learner.memory
+        saved = {"len": len(memory), "obs": memory.column("obs"), "v_tbc": memory.column("v_tbc")}
+        assert saved["len"] >= 200
+        path = algo.save_to_path(str(tmp_path / "ckpt"))
+    finally:
+        algo.stop()
+    restored = VRACER.from_checkpoint(path)
+    try:
+        memory = restored.learner_group._learner.memory
+        assert len(memory) == saved["len"]
+        np.testing.assert_array_equal(memory.column("obs"), saved["obs"])
+        np.testing.assert_array_equal(memory.column("v_tbc"), saved["v_tbc"])
+        result = restored.train()  # goes on training at once: the memory holds N_start steps
+        assert result["learners"]["__all_modules__"]["replay_size"] > saved["len"]
+    finally:
+        restored.stop()
+
+
 @pytest.mark.parametrize("mode", ["er", "per", "refer1", "refer2"])
 def test_other_replay_modes_train(ray_session, mode):
     algo = _config(replay_mode=mode).build_algo()

@@ -105,3 +105,20 @@ def test_rule1_zeroes_the_gradients_of_far_policy_samples(config_cls, mode):
     assert far_ignored == (mode != "er")
     assert any(not torch.allclose(base[n], far_moved[n]) for n in base if n.startswith(value)) == (mode == "er")
     assert any(not torch.allclose(base[n], near_moved[n]) for n in base if n.startswith(value))
+
+
+@pytest.mark.parametrize("config_cls", [VRACERConfig, DDPGConfig, NAFConfig])
+def test_checkpoint_replay_puts_the_memory_in_the_learner_state(config_cls):
+    """With checkpoint_replay the learner's state carries the RM (a resumed run samples the same
+    memory); without, it does not (the default, as TD3_EXT's)."""
+    without = _filled(small_refer_learner(config_cls))
+    assert "memory" not in without.get_state()["refer"]
+    learner = _filled(small_refer_learner(config_cls, checkpoint_replay=True), seed=4)
+    learner.memory.reward_scale = 0.25
+    state = learner.get_state()
+    restored = small_refer_learner(config_cls, checkpoint_replay=True)
+    assert len(restored.memory) == 0
+    restored.set_state(state)
+    assert len(restored.memory) == len(learner.memory) == 40 and restored.memory.reward_scale == 0.25
+    np.testing.assert_array_equal(restored.memory.column("obs"), learner.memory.column("obs"))
+    np.testing.assert_array_equal(restored.memory.sample(8)["idx"], learner.memory.sample(8)["idx"])

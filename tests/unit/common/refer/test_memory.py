@@ -204,3 +204,46 @@ def test_write_back_window_stays_within_its_bound_of_the_full_recompute():
         np.testing.assert_array_equal(after_win[below], before_win[below])
         assert np.abs(after_win - after_full).max() <= bound + 1e-12
     assert untouched > 0 and bound > 0
+
+
+def _exercise(m: ReplayMemory, rng) -> dict:
+    """Samples, a write-back with new ρ, V and TD errors, the far count and a new episode: what a
+    learner step does to the RM; returns what came out."""
+    batch = m.sample(16)
+    n = len(batch["idx"])
+    m.write_back(
+        batch["idx"], rho=rng.uniform(0.1, 3.0, n), values=rng.standard_normal(n), td_error=rng.standard_normal(n)
+    )
+    out = {"batch": batch, "far": m.far_fraction(1.8)}
+    m.add_episode(**replay_episode(int(rng.integers(5, 30)), rng))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["refer", "per"])
+def test_a_restored_memory_samples_and_updates_as_the_original(mode):
+    """checkpoint_replay: get_state/set_state carry the steps, the episodes (evictions included),
+    the sampler's RNG, PER's ranks and the far-policy count, so that the restored memory and the
+    original go on identically (a race paused and resumed across sessions)."""
+    rng = np.random.default_rng(11)
+    a = ReplayMemory(capacity=200, gamma=0.9, mode=mode, seed=3, per_resort_interval=5)
+    for _ in range(12):  # more than N: whole episodes are evicted
+        a.add_episode(**replay_episode(int(rng.integers(5, 40)), rng))
+    for _ in range(3):
+        _exercise(a, np.random.default_rng(0))
+    assert a.num_evicted_episodes > 0 and a.head > 0
+    state = a.get_state()
+    b = ReplayMemory(capacity=200, gamma=0.9, mode=mode, seed=99, per_resort_interval=5)
+    b.set_state(state)
+    assert len(b) == len(a) and b.episode_bounds() == a.episode_bounds()
+    for name in ("obs", "rho", "v", "v_tbc", "td", "serial"):
+        np.testing.assert_array_equal(b.column(name), a.column(name))
+    for step in range(4):
+        out_a, out_b = _exercise(a, np.random.default_rng(step)), _exercise(b, np.random.default_rng(step))
+        for key, value in out_a["batch"].items():
+            np.testing.assert_array_equal(out_b["batch"][key], value, err_msg=key)
+        assert out_b["far"] == out_a["far"]
+    np.testing.assert_array_equal(b.column("v_tbc"), a.column("v_tbc"))
+    # The state is a copy: the original went on, a memory restored from it starts where it was taken.
+    c = ReplayMemory(capacity=200, gamma=0.9, mode=mode)
+    c.set_state(state)
+    assert c.tail == state["tail"] < a.tail
