@@ -26,7 +26,7 @@ env steps (the paper's step budget); AES-RL's mean re-evaluations come on top.
 
     python -m benchmarks.aesrl_time --scenarios sleep --budget 30000 --repeats 3
     python -m benchmarks.aesrl_time --scenarios halfcheetah --hiddens 400 300 --rl-actor-steps auto \
-        --initial-steps 2000 --budget 22000 --critic-gpus 1 --repeats 1 \
+        --initial-steps 2000 --budget 40000 --critic-gpus 1 --repeats 1 \
         --methods "P-CEM-RL@5" "AES-RL (reevaluate 5)@5" "AES-RL (reevaluate 5)@9" "CEM-RL serial" \
         --out benchmarks/results/measurements/aesrl_time/<date>.jsonl
 """
