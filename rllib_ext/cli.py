@@ -347,19 +347,21 @@ def check_resources(algo_cls, config) -> None:
     """Fails fast when a trial asks for more CPUs or GPUs than the cluster has (Tune would wait forever)."""
     import ray
 
-    request = algo_cls.default_resource_request(config)
-    gpus = request.required_resources.get("GPU", 0) if request is not None else 0
-    if gpus > ray.cluster_resources().get("GPU", 0):
+    request = algo_cls.default_resource_request(config)  # validates the config: computed once
+    wanted = request.required_resources if request is not None else {}
+    cluster = ray.cluster_resources()
+    gpus, have_gpus = wanted.get("GPU", 0), cluster.get("GPU", 0)
+    if gpus > have_gpus:
         raise CLIError(
             f"{algo_cls.__name__} asks for {gpus:g} GPUs (num_gpus_per_learner, critic_num_gpus) but the Ray "
-            f"cluster has {ray.cluster_resources().get('GPU', 0):g}"
+            f"cluster has {have_gpus:g}"
         )
-    needed = cpus_needed(algo_cls, config)
-    have = ray.cluster_resources().get("CPU", 0)
+    needed, have = wanted.get("CPU", 0), cluster.get("CPU", 0)
     one = config.copy(copy_frozen=False).env_runners(num_env_runners=min(1, config.num_env_runners))
-    if cpus_needed(algo_cls, one) > have:
+    needed_one = cpus_needed(algo_cls, one)
+    if needed_one > have:
         raise CLIError(
-            f"{algo_cls.__name__} needs at least {cpus_needed(algo_cls, one):g} CPUs (with "
+            f"{algo_cls.__name__} needs at least {needed_one:g} CPUs (with "
             f"{one.num_env_runners} env runner) but the Ray cluster has {have:g}: raise --num-cpus or "
             f"use a larger cluster (--ray-address)"
         )
