@@ -110,7 +110,8 @@ def td3_critic_loss(
     policy_noise: float,
     noise_clip: float,
     generator: torch.Generator | None = None,
-) -> tuple[torch.Tensor, dict[str, float]]:
+    tensor_stats: bool = False,
+) -> tuple[torch.Tensor, dict[str, Any]]:
     """The TD3 critic loss with target policy smoothing and clipped double-Q.
 
     Target action (§5.3, target policy smoothing), with half = the action half-range:
@@ -129,6 +130,9 @@ def td3_critic_loss(
         policy_noise: σ of the smoothing noise, in half-ranges (TD3: 0.2).
         noise_clip: c, the noise clip, in half-ranges (TD3: 0.5).
         generator: Optional torch generator for ε.
+        tensor_stats: Return the statistics as detached 0-d tensors on the batch's device instead of
+            floats (a ``float()`` waits for a GPU; :meth:`TD3Updater.critic_steps` reads them once
+            per chunk of steps).
 
     Returns:
         (loss, stats) with stats ``critic_loss``, ``q1_mean``, ``q2_mean``, ``target_q_mean``.
@@ -146,13 +150,9 @@ def td3_critic_loss(
         y = rewards + gamma * not_done * torch.min(tq1, tq2)  # Eq. (10)
     q1, q2 = critic(obs, actions)
     loss = F.mse_loss(q1, y) + F.mse_loss(q2, y)
-    stats = {
-        "critic_loss": float(loss.detach()),
-        "q1_mean": float(q1.detach().mean()),
-        "q2_mean": float(q2.detach().mean()),
-        "target_q_mean": float(y.mean()),
-    }
-    return loss, stats
+    stats = {"critic_loss": loss.detach(), "q1_mean": q1.detach().mean(), "q2_mean": q2.detach().mean()}
+    stats["target_q_mean"] = y.mean()
+    return loss, stats if tensor_stats else {k: float(v) for k, v in stats.items()}
 
 
 def td3_actor_loss(actor: MLPPolicy, critic: TwinCritic, obs: torch.Tensor) -> torch.Tensor:
@@ -274,7 +274,33 @@ class TD3Updater:
         Returns:
             The loss statistics of :func:`td3_critic_loss`.
         """
-        batch = as_tensors(batch, self.device)
+        return {k: float(v) for k, v in self._critic_step(as_tensors(batch, self.device)).items()}
+
+    def critic_steps(self, batches: dict[str, Any], target_every: int | None = None) -> dict[str, float]:
+        """n :meth:`critic_step` calls on stacked batches, with one transfer to the device and one
+        read of the statistics (per-step ``float()`` reads make a GPU wait at every step).
+
+        Args:
+            batches: ``obs, actions, rewards, next_obs, terminateds`` stacked as [n, B, ...].
+            target_every: Soft-update the critic's target (only) after every critic step whose
+                count :attr:`num_critic_steps` is a multiple of this (the ERL critic worker: d);
+                None: no target updates.
+
+        Returns:
+            The statistics of :func:`td3_critic_loss`, averaged over the n steps ({} for n = 0).
+        """
+        stacked = as_tensors(batches, self.device)
+        per_step = []
+        for i in range(int(stacked["obs"].shape[0])):
+            per_step.append(self._critic_step({k: v[i] for k, v in stacked.items()}))
+            if target_every and self.num_critic_steps % int(target_every) == 0:
+                soft_update(self.critic_target, self.critic, self.tau)
+        if not per_step:
+            return {}
+        means = torch.stack([torch.stack(list(s.values())) for s in per_step]).mean(0).cpu().tolist()
+        return dict(zip(per_step[0], means, strict=True))
+
+    def _critic_step(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         loss, stats = td3_critic_loss(
             self.critic,
             self.critic_target,
@@ -284,6 +310,7 @@ class TD3Updater:
             policy_noise=self.policy_noise,
             noise_clip=self.noise_clip,
             generator=self.generator,
+            tensor_stats=True,
         )
         self.critic_optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -9,7 +9,6 @@ import numpy as np
 import ray
 import torch
 
-from rllib_ext.common.target_networks import soft_update
 from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.transitions import writable
 
@@ -86,16 +85,15 @@ class CriticWorker:
             return {"critic": None, "stats": {}, "steps": 0, "train_s": time.perf_counter() - t0}
         upd.actor.set_flat(actor_flat)
         upd.actor_target.set_flat(actor_flat)
-        chunk, done, stats = int(self.settings["replay_sample_chunk"]), 0, []
+        chunk, done, sums = int(self.settings["replay_sample_chunk"]), 0, {}
         while done < steps:
             n = min(chunk, steps - done)
             data = writable(ray.get(self.replay.sample.remote(batch, num_batches=n)))
-            for i in range(n):
-                stats.append(upd.critic_step({k: v[i] for k, v in data.items()}))
-                if upd.num_critic_steps % upd.policy_delay == 0:
-                    soft_update(upd.critic_target, upd.critic, upd.tau)
+            # The critic's target follows it every d critic steps (the reference ERL critics).
+            for k, v in upd.critic_steps(data, target_every=upd.policy_delay).items():
+                sums[k] = sums.get(k, 0.0) + n * v
             done += n
-        mean = {k: float(np.mean([s[k] for s in stats])) for k in stats[0]} if stats else {}
+        mean = {k: v / done for k, v in sums.items()}
         return {"critic": self.critic_weights(), "stats": mean, "steps": done, "train_s": time.perf_counter() - t0}
 
     def get_state(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from torch import nn
 
 from rllib_ext.common.policies import MLPPolicy
 from rllib_ext.common.target_networks import soft_update
-from rllib_ext.common.td3 import TD3Updater, TwinCritic, td3_actor_loss, td3_critic_loss
+from rllib_ext.common.td3 import BATCH_KEYS, TD3Updater, TwinCritic, td3_actor_loss, td3_critic_loss
 
 LOW, HIGH = np.array([-1.0, 0.0], np.float32), np.array([3.0, 1.0], np.float32)  # half (2, 0.5)
 
@@ -182,6 +182,32 @@ def test_separate_steps_touch_only_their_network():
     assert not any(p.requires_grad for p in fresh.critic_target.parameters())
 
 
+def test_critic_steps_on_a_stack_equal_single_steps_with_the_target_every_d():
+    """critic_steps (the ERL critic worker's loop: one transfer, one read of the statistics) takes
+    the same steps as critic_step one batch at a time with a target update every d-th step."""
+    one, many = (TD3Updater(3, SPACE, hiddens=(16,), seed=4) for _ in range(2))
+    batches = [_batch(16, seed=i) for i in range(5)]
+    stats = []
+    for b in batches:
+        stats.append(one.critic_step({k: v.numpy() for k, v in b.items()}))
+        if one.num_critic_steps % 2 == 0:
+            soft_update(one.critic_target, one.critic, one.tau)
+    stacked = {k: np.stack([b[k].numpy() for b in batches]) for k in batches[0]}
+    mean = many.critic_steps(stacked, target_every=2)
+    assert many.num_critic_steps == one.num_critic_steps == 5
+    for name in ("critic", "critic_target", "actor"):
+        assert torch.equal(_params(getattr(one, name)), _params(getattr(many, name))), name
+    fresh = TD3Updater(3, SPACE, hiddens=(16,), seed=4)
+    assert not torch.equal(_params(many.critic_target), _params(fresh.critic_target))
+    assert mean.keys() == stats[0].keys()
+    for k in mean:
+        assert mean[k] == pytest.approx(np.mean([s[k] for s in stats]), rel=1e-6), k
+    assert many.critic_steps({k: v[:0] for k, v in stacked.items()}) == {}
+    untouched = _params(many.critic_target)
+    many.critic_steps(stacked)  # no target_every: the target stays
+    assert torch.equal(untouched, _params(many.critic_target))
+
+
 def test_updater_state_round_trip_and_seed():
     a = TD3Updater(3, SPACE, hiddens=(16,), seed=3)
     assert torch.equal(_params(a.actor), _params(TD3Updater(3, SPACE, hiddens=(16,), seed=3).actor))
@@ -237,6 +263,8 @@ def test_updater_on_a_gpu_trains_there_and_saves_a_cpu_state():
     for i in range(4):
         stats = gpu.update(_batch(16, seed=i))
     assert np.isfinite(stats["critic_loss"]) and gpu.num_actor_steps == 2
+    stacked = {k: np.stack([_batch(16, seed=s)[k].numpy() for s in (5, 6)]) for k in BATCH_KEYS}
+    assert np.isfinite(gpu.critic_steps(stacked, target_every=2)["critic_loss"])  # the ERL critic's path
     assert all(p.device.type == "cuda" for net in (gpu.critic, gpu.critic_target) for p in net.parameters())
     state = gpu.get_state()
     assert state["generator_device"] == "cuda" and _all_tensors_on_cpu(state)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from rllib_ext.algorithms.cemrl.cemrl import CEMRLConfig
+from rllib_ext.common import td3
 from rllib_ext.common.erl import critic_worker
 
 OBS_DIM, ACT_DIM = 3, 1
@@ -56,8 +57,8 @@ def test_erl_default_updates_the_target_critic_after_every_critic_step():
 def test_target_critic_soft_updates_follow_policy_delay(monkeypatch, policy_delay, steps, expected):
     worker = _worker(monkeypatch, policy_delay=policy_delay)
     calls = []
-    real = critic_worker.soft_update
-    monkeypatch.setattr(critic_worker, "soft_update", lambda *a: (calls.append(a), real(*a)))
+    real = td3.soft_update  # TD3Updater.critic_steps updates the target
+    monkeypatch.setattr(td3, "soft_update", lambda *a: (calls.append(a), real(*a)))
     actor_flat = worker.updater.actor.get_flat()
     before = {k: v.clone() for k, v in worker.updater.critic_target.state_dict().items()}
     out = worker.train(steps, actor_flat)
