@@ -188,32 +188,37 @@ def _curve_band(runs: Sequence[RunRow], x_field: str):
 
 
 def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
-    """Two panels (eval return vs env steps, vs wall s): IQM over seeds with 95% CI bands."""
+    """Two panels (eval return vs env steps, vs wall s) per race, one race a line of panels (curves
+    are compared within a race only, where the settings are equal): IQM over seeds, 95% CI bands."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    races = list(group_by(rows, "race"))
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    for ax, x_field, xlabel in ((axes[0], "env_steps", "env steps"), (axes[1], "wall_s", "training wall time (s)")):
-        for i, ((race, algo), runs) in enumerate(group_by(rows, "race", "algorithm").items()):
-            band = _curve_band(runs, x_field)
-            if band is None:
-                continue
-            grid, point, low, high = band
-            label = f"{algo} (n={len(runs)})" + (f", {race}" if len(races) > 1 else "")
-            color = f"C{i % 10}"
-            marker = "o" if grid.size <= 3 else None  # a run of one or two evaluations stays visible
-            ax.step(grid, point, where="post", color=color, label=label, marker=marker, markersize=3)
-            ax.fill_between(grid, low, high, step="post", color=color, alpha=0.2, linewidth=0)
-        target = rows[0].target
-        if target is not None:
-            ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
-        ax.set_xlabel(xlabel)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("evaluation return (IQM over seeds, 95% CI)")
-    axes[0].legend(fontsize=8)
+    races = group_by(rows, "race")
+    fig, axes = plt.subplots(len(races), 2, figsize=(12, 4.5 * len(races)), sharey="row", squeeze=False)
+    for line, ((race,), race_rows) in zip(axes, races.items(), strict=True):
+        entries = group_by(race_rows, "algorithm")
+        palette = "tab20" if len(entries) > 10 else "tab10"  # no two curves of a race share a colour
+        for ax, x_field, xlabel in ((line[0], "env_steps", "env steps"), (line[1], "wall_s", "training wall time (s)")):
+            for i, ((algo,), runs) in enumerate(entries.items()):
+                band = _curve_band(runs, x_field)
+                if band is None:
+                    continue
+                grid, point, low, high = band
+                color = plt.get_cmap(palette)(i)
+                marker = "o" if grid.size <= 3 else None  # a run of one or two evaluations stays visible
+                label = f"{algo} (n={len(runs)})"
+                ax.step(grid, point, where="post", color=color, label=label, marker=marker, markersize=3)
+                ax.fill_between(grid, low, high, step="post", color=color, alpha=0.2, linewidth=0)
+            target = race_rows[0].target
+            if target is not None:
+                ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
+            ax.set_xlabel(xlabel)
+            ax.grid(alpha=0.3)
+        line[0].set_ylabel("evaluation return (IQM over seeds, 95% CI)")
+        line[0].set_title(f"race {race}", fontsize=9, loc="left")
+        line[0].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     os.makedirs(os.path.dirname(path), exist_ok=True)
