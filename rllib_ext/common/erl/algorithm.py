@@ -19,6 +19,10 @@ from rllib_ext.common.transitions import ReplayActor
 
 logger = logging.getLogger(__name__)
 
+#: Seconds to wait for the replay actor's size (a metric, and the liveness probe after a critic error);
+#: no answer in time means busy, not dead (only a RayActorError re-creates it).
+REPLAY_SIZE_TIMEOUT_S = 10
+
 
 class ERLAlgorithm(BlackBoxAlgorithm):
     """Driver base of AESRL_EXT and CEMRL_EXT: replay actor, critic worker, μ publishing.
@@ -135,11 +139,15 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         return out
 
     def _replay_alive(self) -> bool:
+        """False only if the replay actor is dead. A slow answer (a loaded machine, a long sample call
+        queued ahead) is not death: re-creating a live replay would throw its transitions away."""
         try:
-            ray.get(self.replay.size.remote(), timeout=10)
+            ray.get(self.replay.size.remote(), timeout=REPLAY_SIZE_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
             return True
-        except Exception:  # noqa: BLE001 - any failure means we cannot use it
+        except ray.exceptions.RayActorError:
             return False
+        return True
 
     @override(BlackBoxAlgorithm)
     def make_payload(self) -> ERLPayload:
@@ -186,9 +194,11 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         ):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         try:
-            size = ray.get(self.replay.size.remote(), timeout=10)
+            size = ray.get(self.replay.size.remote(), timeout=REPLAY_SIZE_TIMEOUT_S)
             m.log_value((BLACKBOX, "replay_size"), size, reduce="mean", window=1)
-        except Exception as e:  # noqa: BLE001
+        except ray.exceptions.GetTimeoutError:  # busy, not dead: the size is logged next iteration
+            logger.info("rllib_ext: the replay actor did not answer its size in %d s", REPLAY_SIZE_TIMEOUT_S)
+        except ray.exceptions.RayActorError as e:
             self.recover_actor("replay actor", e)
 
     # -- checkpoints --------------------------------------------------------------------------
