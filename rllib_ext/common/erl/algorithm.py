@@ -197,7 +197,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             size = ray.get(self.replay.size.remote(), timeout=REPLAY_SIZE_TIMEOUT_S)
             m.log_value((BLACKBOX, "replay_size"), size, reduce="mean", window=1)
         except ray.exceptions.GetTimeoutError:  # busy, not dead: the size is logged next iteration
-            logger.info("rllib_ext: the replay actor did not answer its size in %d s", REPLAY_SIZE_TIMEOUT_S)
+            logger.info("rllib_ext: the replay actor did not answer its size in %g s", REPLAY_SIZE_TIMEOUT_S)
         except ray.exceptions.RayActorError as e:
             self.recover_actor("replay actor", e)
 
