@@ -287,10 +287,16 @@ def init_ray(address: str | None, num_cpus: int | None) -> None:
         _QUIET.filter_log_handlers()
 
 
+def trial_resources(algo_cls, config) -> dict[str, float]:
+    """The resources one trial of ``algo_cls`` with ``config`` asks Tune for (driver, learners,
+    runners; the ERL critic's GPU), e.g. ``{"CPU": 3, "GPU": 1}``; it validates the config."""
+    request = algo_cls.default_resource_request(config)
+    return dict(request.required_resources) if request is not None else {}
+
+
 def cpus_needed(algo_cls, config) -> float:
     """CPUs one trial of ``algo_cls`` with ``config`` asks Tune for (driver, learners, runners)."""
-    request = algo_cls.default_resource_request(config)
-    return request.required_resources.get("CPU", 0) if request is not None else 0
+    return trial_resources(algo_cls, config).get("CPU", 0)
 
 
 def fit_env_runners(algo: str, algo_cls, config, *, explicit: bool, stream=None) -> None:
@@ -347,8 +353,7 @@ def check_resources(algo_cls, config) -> None:
     """Fails fast when a trial asks for more CPUs or GPUs than the cluster has (Tune would wait forever)."""
     import ray
 
-    request = algo_cls.default_resource_request(config)  # validates the config: computed once
-    wanted = request.required_resources if request is not None else {}
+    wanted = trial_resources(algo_cls, config)  # validates the config: asked for once
     cluster = ray.cluster_resources()
     gpus, have_gpus = wanted.get("GPU", 0), cluster.get("GPU", 0)
     if gpus > have_gpus:
