@@ -19,8 +19,8 @@ from rllib_ext.common.transitions import ReplayActor
 
 logger = logging.getLogger(__name__)
 
-#: Seconds to wait for the replay actor's size (a metric, and the liveness probe after a critic error);
-#: no answer in time means busy, not dead (only a RayActorError re-creates it).
+#: Seconds the liveness probe after a critic error waits for the replay actor's size; no answer in
+#: time means busy, not dead (only a RayActorError re-creates it).
 REPLAY_SIZE_TIMEOUT_S = 10
 
 
@@ -72,6 +72,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         )
         self._last_critic: dict[str, np.ndarray] | None = None
         self.critic_ref: ray.ObjectRef | None = None  # latest critic weights (object store)
+        self._replay_size_ref: ray.ObjectRef | None = None  # the replay_size metric's call in flight
         self._make_replay()
         self._make_critic()
         self.publish()
@@ -103,6 +104,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         if which == "replay actor":
             self.counters["replay_actor_restarts"] += 1
             self._make_replay()
+            self._replay_size_ref = None  # a call to the dead one would re-create the new one again
             try:
                 ray.get(self.critic.set_replay.remote(self.replay))
             except ray.exceptions.RayError:
@@ -193,13 +195,18 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             "n_es",
         ):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
-        try:
-            size = ray.get(self.replay.size.remote(), timeout=REPLAY_SIZE_TIMEOUT_S)
-            m.log_value((BLACKBOX, "replay_size"), size, reduce="mean", window=1)
-        except ray.exceptions.GetTimeoutError:  # busy, not dead: the size is logged next iteration
-            logger.info("rllib_ext: the replay actor did not answer its size in %g s", REPLAY_SIZE_TIMEOUT_S)
-        except ray.exceptions.RayActorError as e:
-            self.recover_actor("replay actor", e)
+        # The size is asked for without waiting (the driver loop must not stall behind the replay
+        # actor's queue of sample calls) and logged once answered, in this or a later iteration.
+        ref, self._replay_size_ref = self._replay_size_ref, None
+        if ref is not None and not ray.wait([ref], timeout=0)[0]:
+            self._replay_size_ref = ref  # busy, not dead: still waiting for its answer
+            return
+        if ref is not None:
+            try:
+                m.log_value((BLACKBOX, "replay_size"), ray.get(ref), reduce="mean", window=1)
+            except ray.exceptions.RayActorError as e:
+                self.recover_actor("replay actor", e)
+        self._replay_size_ref = self.replay.size.remote()
 
     # -- checkpoints --------------------------------------------------------------------------
     @override(BlackBoxAlgorithm)
