@@ -385,7 +385,8 @@ class TD3Updater:
         """Restores :meth:`get_state`'s output (any subset of its keys)."""
         for name in ("actor", "critic", "actor_target", "critic_target"):
             if name in state:
-                getattr(self, name).load_state_dict({k: torch.as_tensor(v) for k, v in state[name].items()})
+                # Copies: restored arrays may be read-only (Ray's object store), which torch warns about.
+                getattr(self, name).load_state_dict({k: torch.tensor(v) for k, v in state[name].items()})
         if "actor_optimizer" in state:
             self.actor_optimizer.load_state_dict(copy.deepcopy(state["actor_optimizer"]))
         if "critic_optimizer" in state:
