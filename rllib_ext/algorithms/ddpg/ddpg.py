@@ -9,7 +9,7 @@ VRACER_EXT (:mod:`rllib_ext.common.refer`); the loss is in
 ``torch/ddpg_torch_learner.py``.
 
 Checkpoints hold the networks (trained and target), both optimizers, β, t and k, the state
-statistics and the reward scale; not the replay memory's contents.
+statistics and the reward scale; the replay memory's contents only with ``checkpoint_replay``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ a soft-updated target network (τ 0.01) under ReF-ER (Eq. 10-13); exploration
 (:mod:`rllib_ext.common.refer`); the loss is in ``torch/naf_torch_learner.py``.
 
 Checkpoints hold the networks (trained and target), the optimizer, β, t and k, the state
-statistics and the reward scale; not the replay memory's contents.
+statistics and the reward scale; the replay memory's contents only with ``checkpoint_replay``.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ Sampling, storage and the update loop are shared with DDPG_EXT and NAF_EXT
 (:mod:`rllib_ext.common.refer`); the loss is in ``torch/vracer_torch_learner.py``.
 
 Checkpoints hold the network, the optimizer, β, the annealing step t and the gradient-step
-count, the state statistics and the reward scale; **not the replay memory's contents** (after a
-restore the memory refills N_start steps before training resumes).
+count, the state statistics and the reward scale; the replay memory's contents only with
+``checkpoint_replay`` (default False: after a restore the memory refills N_start steps before
+training resumes).
 
 Example:
     >>> from rllib_ext import VRACERConfig

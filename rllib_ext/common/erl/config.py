@@ -30,6 +30,25 @@ TD3_KEYS = (
     "replay_sample_chunk",
 )
 
+#: BlackBoxConfig's ES settings that the ERL algorithms never read (their individuals are whole
+#: seeded samples of N(μ, σ²) evaluated for one episode; TD3 uses ``actor_lr``/``critic_lr``).
+#: validate() refuses a changed value: it would silently do nothing.
+UNUSED_BLACKBOX_SETTINGS = (
+    "noise_stdev",
+    "episodes_per_batch",
+    "sampler",
+    "sampler_antithetic",
+    "return_shaping",
+    "lr",
+    "l2_coeff",
+    "explore_perturbations",
+    "obs_clip",
+    "eval_episodes",
+    "eval_return_ema",
+    "episodes_per_job",
+    "perturbations_per_call",
+)
+
 
 class ERLConfig(BlackBoxConfig):
     """Settings shared by AESRL_EXT and CEMRL_EXT (paper 001 App. A, App. C; CEM-RL's values).
@@ -201,6 +220,15 @@ class ERLConfig(BlackBoxConfig):
             self._value_error(
                 "observation_filter must be False for the ERL algorithms: the critic and the RL individuals "
                 "learn from raw replay observations (paper 001 uses no observation normalization)"
+            )
+        defaults = type(self)(algo_class=self.algo_class)
+        changed = [
+            f"{k}={getattr(self, k)!r}" for k in UNUSED_BLACKBOX_SETTINGS if getattr(self, k) != getattr(defaults, k)
+        ]
+        if changed:
+            self._value_error(
+                f"{', '.join(changed)}: black-box ES setting(s) the ERL algorithms (AESRL_EXT, CEMRL_EXT) do not "
+                "use; leave them unset (TD3's learning rates are actor_lr and critic_lr)"
             )
         if self.common_random_numbers:
             # Individuals are single seeded samples of N(μ, σ²), not rows of a perturbation batch:

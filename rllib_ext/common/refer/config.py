@@ -244,8 +244,14 @@ class ReFERQConfig(ReFERConfig):
 
     @override(ReFERConfig)
     def validate(self) -> None:
-        """ReFERConfig's checks plus τ ∈ (0, 1] and σ > 0."""
+        """ReFERConfig's checks plus τ ∈ (0, 1] and σ > 0; ``retrace_tolerance`` must stay 0 (these
+        learners store no Retrace targets, so a tolerance would be a silent no-op)."""
         super().validate()
+        if is_number(self.retrace_tolerance) and self.retrace_tolerance != 0.0:
+            self._value_error(
+                f"`retrace_tolerance` applies to V-RACER's Retrace write-back (Eq. 8); {type(self).__name__} "
+                f"stores no Retrace targets, so it must stay 0, got {self.retrace_tolerance!r}"
+            )
         if not is_number(self.tau) or not 0.0 < self.tau <= 1.0:
             self._value_error(f"`tau` must be in (0, 1], got {self.tau!r}")
         if not is_number(self.exploration_sigma) or self.exploration_sigma <= 0:

@@ -14,6 +14,8 @@ def test_cemrl_bad_input():
         CEMRLConfig().environment("Pendulum-v1").training(rl_population=11).validate()
     with pytest.raises(ValueError, match="cem_variance"):
         CEMRLConfig().environment("Pendulum-v1").training(cem_variance="printed").validate()
+    with pytest.raises(ValueError, match="episodes_per_job=3: black-box ES setting"):  # unused: a silent no-op
+        CEMRLConfig().environment("Pendulum-v1").training(episodes_per_job=3).validate()
 
 
 def test_cemrl_defaults_to_the_reference_variance_and_passes_it_on():

@@ -11,7 +11,14 @@ from rllib_ext.algorithms.naf.naf import NAFConfig
 @pytest.mark.parametrize("config_cls", [DDPGConfig, NAFConfig])
 @pytest.mark.parametrize(
     "setting,value",
-    [("tau", 0.0), ("exploration_sigma", 0.0), ("refer_C", 0.0), ("refer_D", 1.5), ("replay_mode", "x")],
+    [
+        ("tau", 0.0),
+        ("exploration_sigma", 0.0),
+        ("refer_C", 0.0),
+        ("refer_D", 1.5),
+        ("replay_mode", "x"),
+        ("retrace_tolerance", 0.1),  # V-RACER's write-back only: a silent no-op here, so refused
+    ],
 )
 def test_validate(config_cls, setting, value):
     with pytest.raises(ValueError, match=setting):
