@@ -2,6 +2,7 @@
 
 import numpy as np
 import ray
+import torch
 
 from rllib_ext.common.population import gaussian_individual
 from tests.builders import small_aesrl_config
@@ -31,9 +32,24 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     # An RL individual: trained against critic weights, its new parameters come back.
     from rllib_ext.common.td3 import TwinCritic
 
-    critic = {k: v.numpy() for k, v in TwinCritic(3, 1, (24, 24)).state_dict().items()}
-    job = IndividualJob(id=2, version=1, seed=6, rl_steps=5, critic_ref=[ray.put(critic)])
+    torch.manual_seed(0)
+    twin = TwinCritic(3, 1, (24, 24))
+    critic = {k: v.numpy() for k, v in twin.state_dict().items()}
+    job = IndividualJob(id=2, version=1, seed=6, rl_steps=20, critic_ref=[ray.put(critic)])
     (rl,) = runner.run_jobs(Call(payload_ref=payload, jobs=(job,))).results
-    assert rl.rl and rl.params.shape == mu.shape and not np.allclose(rl.params, gaussian_individual(mu, var, 6))
+    z6 = gaussian_individual(mu, var, 6)
+    assert rl.rl and rl.params.shape == mu.shape and not np.allclose(rl.params, z6)
     assert np.isfinite(rl.actor_loss)
+    # It took exactly rl_steps actor steps (Algorithm 2's RL individual), and ascended Q1 of the
+    # critic it was given: the mean Q1(s, π(s)) over replay states is higher for the trained
+    # parameters than for the z it started from.
+    assert runner._td3().num_actor_steps == 20
+    obs = torch.as_tensor(ray.get(replay.sample.remote(200, num_batches=1))["obs"][0], dtype=torch.float32)
+
+    def mean_q1(params):
+        runner.module.set_flat(params)
+        with torch.no_grad():
+            return float(twin.q1(obs, runner.module.policy.deterministic_action(obs)).mean())
+
+    assert mean_q1(rl.params) > mean_q1(z6)
     runner.stop()
