@@ -137,6 +137,21 @@ class CEMRLConfig(ERLConfig):
         if not (isinstance(self.max_retries, int) and self.max_retries >= 0):
             self._value_error(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
 
+    def make_population(self, mu: np.ndarray) -> SepCEM:
+        """The sep-CEM population over μ_0 with these settings (Eq. 1–2, ``cem_variance``)."""
+        return SepCEM(
+            mu,
+            sigma_init=self.sigma_init,
+            population_size=self.population_size,
+            num_elites=self.num_elites,
+            weights=self.cem_weights,
+            damp_init=self.damp_init,
+            damp_limit=self.damp_limit,
+            damp_tau=self.damp_tau,
+            antithetic=self.antithetic,
+            variance=self.cem_variance,
+        )
+
 
 class CEMRL(ERLAlgorithm):
     """CEMRL_EXT (see the module docstring)."""
@@ -149,19 +164,7 @@ class CEMRL(ERLAlgorithm):
     @override(ERLAlgorithm)
     def setup(self, config):
         super().setup(config)
-        cfg = self.config
-        self.cem = SepCEM(
-            self.mu,
-            sigma_init=cfg.sigma_init,
-            population_size=cfg.population_size,
-            num_elites=cfg.num_elites,
-            weights=cfg.cem_weights,
-            damp_init=cfg.damp_init,
-            damp_limit=cfg.damp_limit,
-            damp_tau=cfg.damp_tau,
-            antithetic=cfg.antithetic,
-            variance=cfg.cem_variance,
-        )
+        self.cem = self.config.make_population(self.mu)
         self.prev_generation_steps = 0
         self.counters.update({"individuals_failed": 0, "individual_retries": 0})
 
