@@ -163,3 +163,27 @@ def test_es_individuals_before_the_critic_answers_are_counted_apart(fake_ray, ru
     algo.critic_ref = ("ref", {})  # the critic's first weights
     algo._submit_individual()
     assert algo.counters["es_before_rl"] == 1 and algo.counters["n_es"] + algo.counters["n_rl"] == 1
+
+
+def test_rl_individuals_carry_the_newest_critic_and_the_reference_step_count(fake_ray, runner):
+    """An RL individual's job names the critic weights current when it is submitted (Alg. 1 l.13:
+    the latest critic), and ``auto`` actor steps are the env steps of the last 10 individuals
+    (aes-rl's ``batches = sum(last_steps)``); ES individuals carry neither."""
+    algo = make_driver(runner, initial_steps=0, rl_start_steps=0, rl_actor_steps="auto")
+    algo.pool = AsyncJobPool(FakeGroup([1, 2, 3]), jobs_in_flight=1)  # one runner per individual below
+    algo.publish()
+    algo.counters["n_es"] = 100  # Eq. (3): n_rl/(n_rl + n_es) = 0 ≪ p_desired, so p_rl = 1
+    algo._last_steps.extend([200] * 12)  # a deque of 10: 2000 steps
+    algo.critic_ref = ("ref", "critic v1")
+    algo._submit_individual()
+    algo.critic_ref = ("ref", "critic v2")  # the critic worker answered again
+    algo._submit_individual()
+    algo.pool.pump()
+    jobs = [call.jobs[0] for _, call, _ in algo.pool.group.calls]
+    assert [j.critic_ref for j in jobs] == [[("ref", "critic v1")], [("ref", "critic v2")]]
+    assert [j.rl_steps for j in jobs] == [2000, 2000]
+    algo.counters["n_rl"], algo.counters["n_es"] = 100, 0  # p_rl = 0: an ES individual
+    algo._submit_individual()
+    algo.pool.pump()
+    es = algo.pool.group.calls[2][1].jobs[0]
+    assert es.rl_steps == 0 and es.critic_ref is None
