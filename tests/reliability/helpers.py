@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from rllib_ext import registry
+from rllib_ext.common.erl.config import UNUSED_BLACKBOX_SETTINGS, ERLConfig
 
 VAR_ENV = "rllib_ext/VariableLength-v0"
 FAULTY_ENV = "rllib_ext/Faulty-v0"
@@ -79,7 +80,8 @@ def _validates(name: str, env_config: dict[str, Any]) -> bool:
 def small_config(name: str, env: str = VAR_ENV, env_config=None, num_env_runners: int = 1, seed: int = 0):
     """A tiny, seeded config of algorithm ``name``: one short update per ``train()`` call."""
     config = config_class(name)()
-    training = {k: v for k, v in {**SMALL_SETTINGS, **ENV_SETTINGS}.items() if hasattr(config, k)}
+    unused = UNUSED_BLACKBOX_SETTINGS if isinstance(config, ERLConfig) else ()  # ERL refuses them
+    training = {k: v for k, v in {**SMALL_SETTINGS, **ENV_SETTINGS}.items() if hasattr(config, k) and k not in unused}
     config.training(**training)
     config.rl_module(model_config=SMALL_MODEL)
     # The continuous variant where the algorithm takes it, else the discrete one.
