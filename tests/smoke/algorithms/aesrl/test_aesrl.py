@@ -19,9 +19,17 @@ def train_until(algo, predicate, max_iters=40):
     )
 
 
+def critic_up(algo):
+    """Waits until the critic worker answers: its process start (seconds on a loaded machine) must
+    not decide how many iterations run before the first critic step (AES-RL runs ES individuals
+    meanwhile, so ``train_until``'s iteration bound would otherwise be a wall-clock bound)."""
+    ray.get(algo.critic.critic_weights.remote())
+
+
 def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
     algo = small_aesrl_config(initial_steps=200).build_algo()
     try:
+        critic_up(algo)
         result = train_until(
             algo,
             lambda r: r["blackbox"].get("n_rl_lifetime", 0) >= 2 and r["blackbox"].get("critic_steps_lifetime", 0) > 0,
@@ -145,6 +153,7 @@ def test_aesrl_critic_trains_on_a_gpu(ray_session, tmp_path):
     and checkpointed state come back as CPU arrays (a checkpoint restores with the critic on the CPU)."""
     algo = small_aesrl_config(initial_steps=200, critic_num_gpus=1).build_algo()
     try:
+        critic_up(algo)
         train_until(algo, lambda r: r["blackbox"].get("critic_steps_lifetime", 0) > 0)
         assert ray.get(algo.critic.__ray_call__.remote(lambda w: str(w.updater.device))) == "cuda"
         path = algo.save_to_path(str(tmp_path / "ckpt"))
