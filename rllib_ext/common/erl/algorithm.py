@@ -197,11 +197,10 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         # The size is asked for without waiting (the driver loop must not stall behind the replay
         # actor's queue of sample calls) and logged once answered, in this or a later iteration.
-        ref, self._replay_size_ref = self._replay_size_ref, None
-        if ref is not None and not ray.wait([ref], timeout=0)[0]:
-            self._replay_size_ref = ref  # busy, not dead: still waiting for its answer
-            return
+        ref = self._replay_size_ref
         if ref is not None:
+            if not ray.wait([ref], timeout=0)[0]:
+                return  # busy, not dead: still waiting for its answer
             try:
                 m.log_value((BLACKBOX, "replay_size"), ray.get(ref), reduce="mean", window=1)
             except ray.exceptions.RayActorError as e:

@@ -106,7 +106,7 @@ def generation(algo):
 @pytest.mark.parametrize("mode", ["serial", "parallel"])
 def test_first_generation_has_no_rl_individual_and_no_critic_call(monkeypatch, mode):
     algo = make_driver(monkeypatch, mode)
-    events, individuals = generation(algo)
+    events, _ = generation(algo)
     assert all(kind == "run" for kind, *_ in events)
     jobs = [job for _, batch in events for job in batch]
     assert len(jobs) == 4 and all(rl_steps == 0 and critic is None for _, rl_steps, critic in jobs)
