@@ -72,7 +72,6 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         )
         self._last_critic: dict[str, np.ndarray] | None = None
         self.critic_ref: ray.ObjectRef | None = None  # latest critic weights (object store)
-        self._replay_size_ref: ray.ObjectRef | None = None  # the replay_size metric's call in flight
         self._make_replay()
         self._make_critic()
         self.publish()
@@ -82,6 +81,9 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         self.replay = ReplayActor.remote(
             int(self.config.replay_capacity), self._obs_dim, int(self._act_space.shape[0]), seed
         )
+        # The replay_size metric's call in flight, asked now so that the first iteration can log it
+        # (and, after a re-creation, so that no call to the dead actor re-creates the new one).
+        self._replay_size_ref: ray.ObjectRef | None = self.replay.size.remote()
 
     def _make_critic(self) -> None:
         gpus = self.config.critic_num_gpus
@@ -104,7 +106,6 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         if which == "replay actor":
             self.counters["replay_actor_restarts"] += 1
             self._make_replay()
-            self._replay_size_ref = None  # a call to the dead one would re-create the new one again
             try:
                 ray.get(self.critic.set_replay.remote(self.replay))
             except ray.exceptions.RayError:
