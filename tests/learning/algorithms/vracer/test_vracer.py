@@ -8,29 +8,37 @@ from __future__ import annotations
 
 import os
 
+from benchmarks.harness.race import NEVER, evaluate_on_rllib_runner
 from rllib_ext import cli
 from tests.helpers import REPO
 
 TUNED = os.path.join(REPO, "tuned_examples", "vracer_ext", "pendulum-v1.yaml")
 
 
-def test_vracer_improves_on_pendulum_quickly(ray_session):
-    """CI version (~45 s on 2 idle cores): 8k env steps lift the mean return well above random (~-1230)."""
+def test_vracer_learns_pendulum_quickly_and_keeps_near_policy(ray_session):
+    """CI version (~45 s on 2 idle cores): after 8k env steps the deterministic policy scores above -1000
+    over 5 evaluation episodes, and the far-policy fraction stays below 2D (D = 0.1, Eq. 12).
 
+    Calibrated on 2026-11-27 with these settings, seeds 0-4 (seed 0 is the test's and repeats exactly):
+    ReF-ER -126, -178, -889, -639, -254 (far fraction 0.06-0.13); with ``replay_mode="er"``, seeds
+    0-2: -1525, -1416, -1238 (far fraction 0.95-0.99); a random policy scores about -1230. The
+    training return's best value, the old criterion, fails for ReF-ER's seed 2 (-1018).
+    """
     ((_, exp),) = cli.load_experiments(TUNED)
     config = cli.build_config(cli.resolve_algorithm(exp["run"]), exp["env"], exp["config"])
     config.training(n_start=1000, train_batch_size_per_learner=128)
+    config.evaluation(evaluation_interval=NEVER, evaluation_num_env_runners=0, evaluation_duration=5)
     algo = config.build_algo()
     try:
-        best = -float("inf")
         while True:
             result = algo.train()
-            best = max(best, result["env_runners"].get("episode_return_mean", -float("inf")))
             if result["num_env_steps_sampled_lifetime"] >= 8000:
                 break
         far = result["learners"]["__all_modules__"]["far_policy_fraction"]
+        returns = evaluate_on_rllib_runner(algo, 5)
     finally:
         algo.stop()
-    print("best return", best, "far-policy fraction", far)
-    assert best > -1000, best
-    assert far < 0.5
+    mean = sum(returns) / len(returns)
+    print("evaluation return", mean, "far-policy fraction", far)
+    assert mean > -1000, returns
+    assert far < 0.2, far
