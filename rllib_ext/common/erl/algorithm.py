@@ -205,7 +205,8 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             try:
                 m.log_value((BLACKBOX, "replay_size"), ray.get(ref), reduce="mean", window=1)
             except ray.exceptions.RayActorError as e:
-                self.recover_actor("replay actor", e)
+                self.recover_actor("replay actor", e)  # _make_replay asks the new actor's size
+                return
         self._replay_size_ref = self.replay.size.remote()
 
     # -- checkpoints --------------------------------------------------------------------------
