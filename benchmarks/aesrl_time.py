@@ -129,6 +129,8 @@ def measure(method: str, sc: dict, args) -> dict:
             "critic_steps": c["critic_steps"],
             "rl": c["n_rl"],
             "es": c["n_es"],
+            "rl_train_s": c["rl_train_s"],  # runners' seconds training RL individuals' actors (summed)
+            "rl_actor_steps_trained": c["rl_actor_steps"],
             "mean_eval_steps": c.get("mean_eval_env_steps", 0),
             "warmup_individuals": c.get("warmup_individuals", 0),
             "critic_ready_s": t_ready,

@@ -292,6 +292,8 @@ MEASUREMENT_TABLES = {
             ("rl", "RL individuals", "{:.0f}"),
             ("es", "ES individuals", "{:.0f}"),
             ("mean_eval_steps", "f(μ) env steps", "{:.0f}"),
+            ("rl_actor_steps_trained", "RL actor steps", "{:.0f}"),
+            ("rl_train_s", "RL actor training s (runners' sum)", "{:.0f}"),
         ),
     },
     "cves_variance": {

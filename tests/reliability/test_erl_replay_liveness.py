@@ -19,9 +19,7 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from rllib_ext.common.blackbox import BLACKBOX
 from rllib_ext.common.erl import algorithm as erl_algorithm
-from rllib_ext.common.erl.algorithm import ERLAlgorithm
-
-COUNTERS = ("individual_steps", "critic_steps", "critic_worker_restarts", "replay_actor_restarts", "n_rl", "n_es")
+from rllib_ext.common.erl.algorithm import LIFETIME_COUNTERS, ERLAlgorithm
 
 
 @ray.remote(num_cpus=0)
@@ -41,7 +39,7 @@ def _algo_stand_in(replay) -> SimpleNamespace:
         metrics=MetricsLogger(),
         mu=np.zeros(3, np.float32),
         var=np.ones(3, np.float32),
-        counters=dict.fromkeys(COUNTERS, 0),
+        counters=dict.fromkeys(LIFETIME_COUNTERS, 0),
         _replay_size_ref=None,
         recover_actor=lambda which, error: recovered.append((which, type(error).__name__)),
         recovered=recovered,

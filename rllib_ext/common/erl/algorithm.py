@@ -23,6 +23,19 @@ logger = logging.getLogger(__name__)
 #: time means busy, not dead (only a RayActorError re-creates it).
 REPLAY_SIZE_TIMEOUT_S = 10
 
+#: The family's counters, each logged as ``blackbox/<name>_lifetime`` (``rl_train_s``: runner seconds
+#: of RL individuals' actor training; ``rl_actor_steps``: their actor steps).
+LIFETIME_COUNTERS = (
+    "individual_steps",
+    "critic_steps",
+    "critic_worker_restarts",
+    "replay_actor_restarts",
+    "n_rl",
+    "n_es",
+    "rl_actor_steps",
+    "rl_train_s",
+)
+
 
 class ERLAlgorithm(BlackBoxAlgorithm):
     """Driver base of AESRL_EXT and CEMRL_EXT: replay actor, critic worker, μ publishing.
@@ -60,16 +73,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         self._obs_dim, self._act_space = int(obs_space.shape[0]), act_space
         self.mu = self.theta.copy()
         self.var = np.full_like(self.mu, float(self.config.sigma_init))
-        self.counters.update(
-            {
-                "individual_steps": 0,
-                "critic_steps": 0,
-                "critic_worker_restarts": 0,
-                "replay_actor_restarts": 0,
-                "n_rl": 0,
-                "n_es": 0,
-            }
-        )
+        self.counters.update(dict.fromkeys(LIFETIME_COUNTERS, 0))
         self._last_critic: dict[str, np.ndarray] | None = None
         self.critic_ref: ray.ObjectRef | None = None  # latest critic weights (object store)
         self._make_replay()
@@ -141,6 +145,26 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         )
         return out
 
+    @override(BlackBoxAlgorithm)
+    def collect(self, timeout_s: float = 0.01):
+        """BlackBoxAlgorithm.collect, plus what each RL individual's actor training cost on its runner.
+
+        Its seconds (fetching z, the critic and the replay minibatches, and the TD3 actor steps) are
+        counted for every RL job, failed ones too; its actor steps and mean actor loss only where
+        the training finished (the trained parameters came back).
+        """
+        ok, failed = super().collect(timeout_s)
+        m = self.metrics
+        for r in (*ok, *failed):
+            if not getattr(r, "rl", False):
+                continue
+            self.counters["rl_train_s"] += float(r.train_s)
+            m.log_value((BLACKBOX, "rl_train_s"), float(r.train_s), reduce="mean", window=20)
+            if r.params is not None:
+                self.counters["rl_actor_steps"] += int(r.job.rl_steps)
+                m.log_value((BLACKBOX, "rl_actor_loss"), float(r.actor_loss), reduce="mean", window=20)
+        return ok, failed
+
     def _replay_alive(self) -> bool:
         """False only if the replay actor is dead. A slow answer (a loaded machine, a long sample call
         queued ahead) is not death: re-creating a live replay would throw its transitions away."""
@@ -187,14 +211,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         m.log_value((BLACKBOX, "sigma_mean"), float(np.sqrt(self.var).mean()), reduce="mean", window=1)
         m.log_value((BLACKBOX, "sigma_max"), float(np.sqrt(self.var).max()), reduce="mean", window=1)
         m.log_value((BLACKBOX, "mu_norm"), float(np.linalg.norm(self.mu)), reduce="mean", window=1)
-        for key in (
-            "individual_steps",
-            "critic_steps",
-            "critic_worker_restarts",
-            "replay_actor_restarts",
-            "n_rl",
-            "n_es",
-        ):
+        for key in LIFETIME_COUNTERS:
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
         # The size is asked for without waiting (the driver loop must not stall behind the replay
         # actor's queue of sample calls) and logged once answered, in this or a later iteration.

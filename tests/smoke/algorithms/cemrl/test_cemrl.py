@@ -29,6 +29,9 @@ def test_cemrl_generations(ray_session, mode):
         assert bb["n_rl_lifetime"] == 2 and bb["n_es_lifetime"] == 6  # RL from generation 2 (after 800 > 400 steps)
         assert result["env_runners"]["num_env_steps_sampled_lifetime"] == 2 * 4 * 200
         assert bb["critic_steps_lifetime"] > 0 and algo.cem.generation == 2
+        # The two RL individuals' actor training on their runners: 20 steps each (rl_actor_steps), timed.
+        assert bb["rl_actor_steps_lifetime"] == 2 * 20 and bb["rl_train_s_lifetime"] > 0
+        assert np.isfinite(bb["rl_actor_loss"]) and bb["rl_train_s"] > 0
         assert not np.array_equal(algo.mu, mu0) and np.isfinite(algo.mu).all()
     finally:
         algo.stop()

@@ -1,5 +1,6 @@
 """AESRL_EXT's driver bookkeeping without Ray: warm-up individuals (paper 001 Alg. 1 vs the aes-rl
-reference) and the credit of a re-queued individual.
+reference), the credit of a re-queued individual, and what RL individuals' training cost (the
+ERL family's ``collect``).
 
 The driver is an ``AESRL`` without RLlib's setup: the black-box pool runs over the scripted
 EnvRunnerGroup of ``tests/unit/common/blackbox/test_pool.py`` (Ray stubbed), and a real
@@ -18,8 +19,10 @@ from rllib_ext.algorithms.aesrl.aesrl import AESRL
 from rllib_ext.common.blackbox import env_runner as blackbox_env_runner
 from rllib_ext.common.blackbox import pool as async_pool
 from rllib_ext.common.blackbox.pool import AsyncJobPool
-from rllib_ext.common.blackbox.protocol import EvaluationJob
+from rllib_ext.common.blackbox.protocol import EvaluationJob, Reply, theta_digest
+from rllib_ext.common.erl.algorithm import LIFETIME_COUNTERS
 from rllib_ext.common.erl.env_runner import ERLEnvRunner
+from rllib_ext.common.erl.protocol import ERLResult
 from rllib_ext.common.population import gaussian_individual
 from tests.builders import small_aesrl_config
 from tests.unit.common.blackbox.test_pool import FakeGroup, FakeRayError, fake_get, fake_wait
@@ -187,3 +190,50 @@ def test_rl_individuals_carry_the_newest_critic_and_the_reference_step_count(fak
     algo.pool.pump()
     es = algo.pool.group.calls[2][1].jobs[0]
     assert es.rl_steps == 0 and es.critic_ref is None
+
+
+def test_rl_individuals_training_time_steps_and_actor_loss_are_counted_and_logged(fake_ray, runner):
+    """ERLAlgorithm.collect: every RL job's training seconds count (a failed one's too); its actor
+    steps and actor loss only where the training finished; ES individuals add nothing."""
+    algo = make_driver(runner, initial_steps=0, rl_start_steps=0, rl_actor_steps=150)
+    algo.obs_filter = types.SimpleNamespace(merge=lambda delta: None)
+    for key in ("episodes_capped", "episodes_failed", "env_steps", "episodes", *LIFETIME_COUNTERS):
+        algo.counters.setdefault(key, 0)
+    algo.pool = AsyncJobPool(FakeGroup([1, 2, 3]), jobs_in_flight=1)
+    algo.publish()
+    algo.critic_ref = ("ref", "critic")
+    algo.counters["n_es"] = 100  # p_rl = 1
+    algo._submit_individual()
+    algo._submit_individual()
+    algo.counters["n_rl"], algo.counters["n_es"] = 100, 0  # p_rl = 0
+    algo._submit_individual()
+    algo.pool.pump()
+    outcomes = [  # (train_s, trained parameters, failed, actor loss) of the three calls
+        (2.0, np.zeros(3, dtype=np.float32), False, -3.0),
+        (0.5, None, True, float("nan")),  # the replay was lost mid-training
+        (0.0, None, False, float("nan")),  # an ES individual
+    ]
+    for (rid, call, ref), (train_s, params, failed, loss) in zip(algo.pool.group.calls, outcomes, strict=True):
+        (job,) = call.jobs
+        result = ERLResult(
+            job=job,
+            ret=float("nan") if failed else 1.0,
+            returns=() if failed else (1.0,),
+            length=0 if failed else 200,
+            failed=failed,
+            episodes_failed=int(failed),
+            runner=rid,
+            theta_digest=theta_digest(call.payload_ref[1].theta),
+            params=params,
+            rl=bool(job.rl_steps),
+            actor_loss=loss,
+            train_s=train_s,
+        )
+        ref.reply = Reply(results=[result], busy_s=1.0, runner=rid)
+    assert [call.jobs[0].rl_steps for _, call, _ in algo.pool.group.calls] == [150, 150, 0]
+    ok, failed = algo.collect(timeout_s=0)
+    assert len(ok) == 2 and len(failed) == 1
+    assert algo.counters["rl_train_s"] == pytest.approx(2.5)
+    assert algo.counters["rl_actor_steps"] == 150
+    assert algo.metrics.peek(("blackbox", "rl_train_s")) == pytest.approx(1.25)
+    assert algo.metrics.peek(("blackbox", "rl_actor_loss")) == pytest.approx(-3.0)
