@@ -133,6 +133,7 @@ def measure(method: str, sc: dict, args) -> dict:
             "rl_actor_steps_trained": c["rl_actor_steps"],
             "mean_eval_steps": c.get("mean_eval_env_steps", 0),
             "warmup_individuals": c.get("warmup_individuals", 0),
+            "es_before_rl": c.get("es_before_rl", 0),  # ES individuals before the critic's first weights
             "critic_ready_s": t_ready,
             "f_mu": getattr(getattr(algo, "population", None), "f_mu", None),
         }
