@@ -150,8 +150,8 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         """BlackBoxAlgorithm.collect, plus what each RL individual's actor training cost on its runner.
 
         Its seconds (fetching z, the critic and the replay minibatches, and the TD3 actor steps) are
-        counted for every RL job, failed ones too; its actor steps and mean actor loss only where
-        the training finished (the trained parameters came back).
+        counted for every RL job, failed ones too; its actor steps only where the training finished
+        (the trained parameters came back), and its mean actor loss where that is also finite.
         """
         ok, failed = super().collect(timeout_s)
         m = self.metrics
@@ -160,8 +160,10 @@ class ERLAlgorithm(BlackBoxAlgorithm):
                 continue
             self.counters["rl_train_s"] += float(r.train_s)
             m.log_value((BLACKBOX, "rl_train_s"), float(r.train_s), reduce="mean", window=20)
-            if r.params is not None:
-                self.counters["rl_actor_steps"] += int(r.job.rl_steps)
+            if r.params is None:
+                continue
+            self.counters["rl_actor_steps"] += int(r.job.rl_steps)
+            if np.isfinite(r.actor_loss):  # a diverged one is counted by the subclass (individuals_failed)
                 m.log_value((BLACKBOX, "rl_actor_loss"), float(r.actor_loss), reduce="mean", window=20)
         return ok, failed
 

@@ -199,10 +199,11 @@ def test_rl_individuals_training_time_steps_and_actor_loss_are_counted_and_logge
     algo.obs_filter = types.SimpleNamespace(merge=lambda delta: None)
     for key in ("episodes_capped", "episodes_failed", "env_steps", "episodes", *LIFETIME_COUNTERS):
         algo.counters.setdefault(key, 0)
-    algo.pool = AsyncJobPool(FakeGroup([1, 2, 3]), jobs_in_flight=1)
+    algo.pool = AsyncJobPool(FakeGroup([1, 2, 3, 4]), jobs_in_flight=1)
     algo.publish()
     algo.critic_ref = ("ref", "critic")
     algo.counters["n_es"] = 100  # p_rl = 1
+    algo._submit_individual()
     algo._submit_individual()
     algo._submit_individual()
     algo.counters["n_rl"], algo.counters["n_es"] = 100, 0  # p_rl = 0
@@ -211,6 +212,7 @@ def test_rl_individuals_training_time_steps_and_actor_loss_are_counted_and_logge
     outcomes = [  # (train_s, trained parameters, failed, actor loss) of the three calls
         (2.0, np.zeros(3, dtype=np.float32), False, -3.0),
         (0.5, None, True, float("nan")),  # the replay was lost mid-training
+        (1.0, np.full(3, np.nan, dtype=np.float32), False, float("nan")),  # trained on a diverged critic
         (0.0, None, False, float("nan")),  # an ES individual
     ]
     for (rid, call, ref), (train_s, params, failed, loss) in zip(algo.pool.group.calls, outcomes, strict=True):
@@ -230,10 +232,10 @@ def test_rl_individuals_training_time_steps_and_actor_loss_are_counted_and_logge
             train_s=train_s,
         )
         ref.reply = Reply(results=[result], busy_s=1.0, runner=rid)
-    assert [call.jobs[0].rl_steps for _, call, _ in algo.pool.group.calls] == [150, 150, 0]
+    assert [call.jobs[0].rl_steps for _, call, _ in algo.pool.group.calls] == [150, 150, 150, 0]
     ok, failed = algo.collect(timeout_s=0)
-    assert len(ok) == 2 and len(failed) == 1
-    assert algo.counters["rl_train_s"] == pytest.approx(2.5)
-    assert algo.counters["rl_actor_steps"] == 150
-    assert algo.metrics.peek(("blackbox", "rl_train_s")) == pytest.approx(1.25)
-    assert algo.metrics.peek(("blackbox", "rl_actor_loss")) == pytest.approx(-3.0)
+    assert len(ok) == 3 and len(failed) == 1
+    assert algo.counters["rl_train_s"] == pytest.approx(3.5)
+    assert algo.counters["rl_actor_steps"] == 2 * 150  # the diverged one trained its steps too
+    assert algo.metrics.peek(("blackbox", "rl_train_s")) == pytest.approx(3.5 / 3)
+    assert algo.metrics.peek(("blackbox", "rl_actor_loss")) == pytest.approx(-3.0)  # no NaN in the mean
