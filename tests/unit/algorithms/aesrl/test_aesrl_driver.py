@@ -209,7 +209,7 @@ def test_rl_individuals_training_time_steps_and_actor_loss_are_counted_and_logge
     algo.counters["n_rl"], algo.counters["n_es"] = 100, 0  # p_rl = 0
     algo._submit_individual()
     algo.pool.pump()
-    outcomes = [  # (train_s, trained parameters, failed, actor loss) of the three calls
+    outcomes = [  # (train_s, trained parameters, failed, actor loss) of the four calls
         (2.0, np.zeros(3, dtype=np.float32), False, -3.0),
         (0.5, None, True, float("nan")),  # the replay was lost mid-training
         (1.0, np.full(3, np.nan, dtype=np.float32), False, float("nan")),  # trained on a diverged critic
