@@ -13,12 +13,13 @@ workers ``add`` to it, the critic worker ``sample``\\ s from it, from any proces
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import ray
 
-__all__ = ["ReplayActor", "TransitionBuffer", "writable"]
+__all__ = ["ReplayActor", "TransitionBuffer", "sample_chunks", "writable"]
 
 #: The stored fields, in :meth:`TransitionBuffer.add`'s argument order.
 FIELDS = ("obs", "actions", "rewards", "next_obs", "terminateds")
@@ -91,28 +92,33 @@ class TransitionBuffer:
         self._size = min(self._size + n, self.capacity)
         return self._size
 
-    def sample(self, batch_size: int, num_batches: int = 1) -> dict[str, np.ndarray]:
+    def sample(self, batch_size: int, num_batches: int = 1, fields: tuple[str, ...] = FIELDS) -> dict[str, np.ndarray]:
         """Uniform samples with replacement.
 
         Args:
             batch_size: Transitions per minibatch.
             num_batches: Minibatches drawn at once.
+            fields: The fields returned (e.g. ``("obs",)`` for an actor step); the draw is the same
+                whichever are asked for.
 
         Returns:
             ``obs`` [num_batches, batch_size, obs_dim], ``actions`` [.., act_dim], ``rewards``
             [num_batches, batch_size], ``next_obs`` [.., obs_dim], ``terminateds``
-            [num_batches, batch_size]; float32.
+            [num_batches, batch_size]; float32; those of ``fields``.
 
         Raises:
-            ValueError: For non-positive sizes or an empty buffer.
+            ValueError: For non-positive sizes, an unknown field or an empty buffer.
         """
         for name, value in (("batch_size", batch_size), ("num_batches", num_batches)):
             if not _is_int(value) or value < 1:
                 raise ValueError(f"TransitionBuffer.sample: `{name}` must be an integer >= 1, got {value!r}")
+        unknown = [f for f in fields if f not in self._data]
+        if unknown or not fields:
+            raise ValueError(f"TransitionBuffer.sample: `fields` must name some of {FIELDS}, got {fields!r}")
         if self._size == 0:
             raise ValueError("TransitionBuffer.sample: the buffer is empty")
         idx = self._rng.integers(0, self._size, size=(int(num_batches), int(batch_size)))
-        return {k: v[idx] for k, v in self._data.items()}
+        return {k: self._data[k][idx] for k in fields}
 
     def size(self) -> int:
         """The number of stored transitions."""
@@ -151,6 +157,26 @@ class TransitionBuffer:
 
 #: :class:`TransitionBuffer` as a Ray actor taking no CPU of its own.
 ReplayActor = ray.remote(num_cpus=0)(TransitionBuffer)
+
+
+def sample_chunks(
+    replay, batch_size: int, steps: int, chunk: int, fields: tuple[str, ...] = FIELDS
+) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """``steps`` minibatches from a replay actor, as ``(n, writable [n, batch_size, ...] arrays)``
+    chunks of at most ``chunk``; the next chunk's sample call is in flight while the caller trains
+    on the current one, so its round trip is hidden behind that work. The calls (sizes, order) are
+    those of fetching each chunk when needed; none is made beyond ``steps``.
+
+    Raises:
+        ray.exceptions.RayError: From the replay actor (e.g. it died), when the chunk is fetched.
+    """
+    sizes = [min(chunk, steps - done) for done in range(0, max(int(steps), 0), int(chunk))]
+    pending = replay.sample.remote(batch_size, num_batches=sizes[0], fields=fields) if sizes else None
+    for i, n in enumerate(sizes):
+        data = ray.get(pending)
+        if i + 1 < len(sizes):
+            pending = replay.sample.remote(batch_size, num_batches=sizes[i + 1], fields=fields)
+        yield n, writable(data)
 
 
 def writable(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -10,7 +10,7 @@ import ray
 import torch
 
 from rllib_ext.common.td3 import TD3Updater, make_actor
-from rllib_ext.common.transitions import writable
+from rllib_ext.common.transitions import sample_chunks
 
 
 def make_td3_updater(
@@ -85,10 +85,8 @@ class CriticWorker:
             return {"critic": None, "stats": {}, "steps": 0, "train_s": time.perf_counter() - t0}
         upd.actor.set_flat(actor_flat)
         upd.actor_target.set_flat(actor_flat)
-        chunk, done, sums = int(self.settings["replay_sample_chunk"]), 0, {}
-        while done < steps:
-            n = min(chunk, steps - done)
-            data = writable(ray.get(self.replay.sample.remote(batch, num_batches=n)))
+        done, sums = 0, {}
+        for n, data in sample_chunks(self.replay, batch, int(steps), int(self.settings["replay_sample_chunk"])):
             # The critic's target follows it every d critic steps (the reference ERL critics).
             for k, v in upd.critic_steps(data, target_every=upd.policy_delay).items():
                 sums[k] = sums.get(k, 0.0) + n * v

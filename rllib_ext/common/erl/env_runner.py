@@ -16,7 +16,7 @@ from rllib_ext.common.erl.protocol import ERLPayload, ERLResult
 from rllib_ext.common.population import gaussian_individual
 from rllib_ext.common.td3 import TD3Updater
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
-from rllib_ext.common.transitions import writable
+from rllib_ext.common.transitions import sample_chunks
 
 
 class ERLEnvRunner(BlackBoxEnvRunner):
@@ -69,13 +69,12 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         self.module.set_flat(z)
         upd.critic.load_state_dict({k: torch.tensor(v) for k, v in critic_state.items()})
         upd.actor_optimizer = upd.make_optimizer(upd.actor.parameters(), self.config.actor_lr)  # a fresh one
-        chunk, batch, done, losses = int(self.config.replay_sample_chunk), int(self.config.rl_batch_size), 0, []
-        while done < steps:
-            n = min(chunk, steps - done)
-            data = writable(ray.get(self._replay.sample.remote(batch, num_batches=n)))
-            for i in range(n):
-                losses.append(upd.actor_step(data["obs"][i])["actor_loss"])
-            done += n
+        losses = []
+        chunks = sample_chunks(
+            self._replay, int(self.config.rl_batch_size), int(steps), int(self.config.replay_sample_chunk), ("obs",)
+        )
+        for n, data in chunks:  # an actor step needs states only (Eq. 1: −Q1(s, π(s)))
+            losses += [upd.actor_step(data["obs"][i])["actor_loss"] for i in range(n)]
         return float(np.mean(losses)) if losses else float("nan")
 
     @override(BlackBoxEnvRunner)

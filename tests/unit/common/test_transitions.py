@@ -1,11 +1,15 @@
-"""The transition buffer: FIFO wrap-around, state round trip, errors."""
+"""The transition buffer: FIFO wrap-around, state round trip, errors, a subset of fields; the
+prefetching chunk reader of a replay actor (Ray stubbed)."""
 
 from __future__ import annotations
+
+import types
 
 import numpy as np
 import pytest
 
-from rllib_ext.common.transitions import TransitionBuffer
+from rllib_ext.common import transitions
+from rllib_ext.common.transitions import TransitionBuffer, sample_chunks
 from tests.replay_data import transition_rows
 
 
@@ -55,5 +59,52 @@ def test_buffer_errors():
     buf.add(*transition_rows(0, 2))
     with pytest.raises(ValueError, match="batch_size"):
         buf.sample(0)
+    with pytest.raises(ValueError, match="fields"):
+        buf.sample(2, fields=("observations",))
     with pytest.raises(ValueError, match="obs_dim"):
         TransitionBuffer(5, 3, 1).set_state(buf.get_state())
+
+
+def test_a_subset_of_fields_is_the_same_draw():
+    """``fields=("obs",)`` (an actor step's) returns those rows of the draw all fields would give, and
+    advances the sampler as that draw does."""
+    a, b = TransitionBuffer(50, 2, 1, seed=3), TransitionBuffer(50, 2, 1, seed=3)
+    a.add(*transition_rows(0, 40)), b.add(*transition_rows(0, 40))
+    for _ in range(2):
+        full, obs = a.sample(8, num_batches=2), b.sample(8, num_batches=2, fields=("obs",))
+        assert list(obs) == ["obs"]
+        np.testing.assert_array_equal(full["obs"], obs["obs"])
+
+
+class _RecordingReplay:
+    """A replay actor stand-in: ``sample.remote`` records its arguments and returns a fake ref."""
+
+    def __init__(self, events):
+        self.events = events
+        self.sample = types.SimpleNamespace(remote=self._sample)
+
+    def _sample(self, batch_size, num_batches, fields):
+        self.events.append(("call", num_batches, fields))
+        return {"obs": np.full((num_batches, batch_size, 2), len(self.events), np.float32)}
+
+
+def test_sample_chunks_keeps_the_next_call_in_flight_and_asks_for_exactly_the_steps(monkeypatch):
+    events = []
+    monkeypatch.setattr(transitions, "ray", types.SimpleNamespace(get=lambda ref: ref))
+    chunks = sample_chunks(_RecordingReplay(events), 4, 120, 50, ("obs",))
+    sizes = []
+    for n, data in chunks:
+        events.append(("train", n))
+        assert data["obs"].shape == (n, 4, 2) and data["obs"].flags.writeable
+        sizes.append(n)
+    assert sizes == [50, 50, 20]
+    # Chunk i + 1 is asked for before chunk i is trained on; nothing past the 120 steps.
+    assert events == [
+        ("call", 50, ("obs",)),
+        ("call", 50, ("obs",)),
+        ("train", 50),
+        ("call", 20, ("obs",)),
+        ("train", 50),
+        ("train", 20),
+    ]
+    assert list(sample_chunks(_RecordingReplay(events := []), 4, 0, 50)) == [] and events == []

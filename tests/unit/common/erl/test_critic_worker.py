@@ -29,15 +29,16 @@ class FakeReplay:
         self.size = _Call(lambda: 10_000)
         self.sample = _Call(self._sample)
 
-    def _sample(self, batch, num_batches=1):
+    def _sample(self, batch, num_batches=1, fields=None):
         r = self.rng
-        return {
+        data = {
             "obs": r.normal(size=(num_batches, batch, OBS_DIM)).astype(np.float32),
             "actions": r.uniform(-1, 1, size=(num_batches, batch, ACT_DIM)).astype(np.float32),
             "rewards": r.normal(size=(num_batches, batch)).astype(np.float32),
             "next_obs": r.normal(size=(num_batches, batch, OBS_DIM)).astype(np.float32),
             "terminateds": np.zeros((num_batches, batch), dtype=np.float32),
         }
+        return {k: data[k] for k in fields or data}
 
 
 def _worker(monkeypatch, **training):
