@@ -296,6 +296,11 @@ MEASUREMENT_TABLES = {
             ("rl_train_s", "RL actor training s (runners' sum)", "{:.0f}"),
         ),
     },
+    "erl_replay_reads": {
+        "title": "RL-individual actor steps by replay reader, one torch thread (`benchmarks/erl_replay_reads.py`)",
+        "keys": ("reader", "others", "hiddens", "code", "note"),
+        "values": (("ms_per_actor_step", "ms per actor step", "{:.3f}"),),
+    },
     "cves_variance": {
         "title": "CV-ES gradient variance at a fixed θ (`benchmarks/cves_variance_real.py`)",
         "keys": ("env", "pg_baseline", "gamma", "eta_lr", "batches"),
