@@ -141,7 +141,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     def watch(self, progressed: bool) -> None:
         """The one watchdog of every black-box loop; call once per polling round.
 
-        A call in flight far longer than calls usually take (``AsyncJobPool.overdue``) is logged
+        A call in flight far longer than calls of its kind usually take (``AsyncJobPool.overdue``) is logged
         and counted (``blackbox/calls_overdue_lifetime``), not waited on silently; RLlib's health
         checks restart a runner that died. Without any healthy runner the loop fails loudly.
 
@@ -152,14 +152,16 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         if progressed or getattr(self, "_last_progress", None) is None:
             self._last_progress = now
         for runner, call, age in self.pool.overdue():
+            typical = self.pool.typical_call_s(call)
             logger.warning(
-                "rllib_ext: %s: env runner %d has not answered a call of %d job(s) for %.0f s (calls usually "
-                "take %.2f s); still waiting on it",
+                "rllib_ext: %s: env runner %d has not answered a call of %d job(s) (%s) for %.0f s (%s); "
+                "still waiting on it",
                 algo_name(self),
                 runner,
                 len(call.jobs),
+                call.kind,
                 age,
-                self.pool.typical_call_s or 0.0,
+                "none of its kind has finished yet" if typical is None else f"such calls usually take {typical:.2f} s",
             )
         if now - self._last_progress > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
             raise RuntimeError(f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s")

@@ -21,9 +21,13 @@ Credit check: every result carries the digest of the θ its runner held; a resul
 is not that of the θ published as its version is dropped, logged and counted
 (``num_credit_mismatches``): it can only come from a bug, never from a fault.
 
-Watchdog: a call in flight for longer than ``overdue_factor`` × the usual call duration (and at
-least ``overdue_min_s``) is reported once by :meth:`AsyncJobPool.overdue` (the algorithm logs and
-counts it); it is not cancelled — RLlib's health checks decide whether the runner is dead.
+Watchdog: a call in flight for longer than ``overdue_factor`` × the usual duration of calls of its
+kind (and at least ``overdue_min_s``) is reported once by :meth:`AsyncJobPool.overdue` (the
+algorithm logs and counts it); it is not cancelled — RLlib's health checks decide whether the
+runner is dead. The usual duration is kept per job kind (``Call.kind``) and per job, because
+kinds differ by orders of magnitude: an AES-RL individual that first trains 10k actor steps takes
+minutes where an ES individual takes a fraction of a second. A call of a kind that has not
+finished once yet is judged against ``overdue_unseen_s``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ class _Sent:
     runner: int
     ref: object = None
     reported: bool = False
+    kind: str = ""
 
 
 class AsyncJobPool:
@@ -58,6 +63,8 @@ class AsyncJobPool:
         jobs_in_flight: Calls kept in flight per runner.
         overdue_factor: A call is overdue after this many times the usual call duration.
         overdue_min_s: ... and after at least this many seconds.
+        overdue_unseen_s: A call of a kind none of which has finished yet is overdue after this
+            many seconds.
     """
 
     #: Versions whose θ digest is kept for the credit check (AES-RL publishes once per individual).
@@ -69,10 +76,12 @@ class AsyncJobPool:
         jobs_in_flight: int = 2,
         overdue_factor: float = 20.0,
         overdue_min_s: float = 30.0,
+        overdue_unseen_s: float = 600.0,
     ):
         self.group = env_runner_group
         self.jobs_in_flight = int(jobs_in_flight)
         self.overdue_factor, self.overdue_min_s = float(overdue_factor), float(overdue_min_s)
+        self.overdue_unseen_s = float(overdue_unseen_s)
         self._queue: collections.deque[Call] = collections.deque()
         self._in_flight: dict[int, dict[object, _Sent]] = collections.defaultdict(dict)  # runner -> ref -> call
         self._by_ref: dict[object, _Sent] = {}  # every call in flight, by the ObjectRef of its reply
@@ -85,7 +94,7 @@ class AsyncJobPool:
         self.num_calls_overdue = 0
         self.num_credit_mismatches = 0
         self._digests: collections.OrderedDict[int, int] = collections.OrderedDict()  # version -> θ digest
-        self._typical_call_s: float | None = None  # running mean of call durations (send → reply)
+        self._typical_job_s: dict[str, float] = {}  # call kind -> running mean of call duration / jobs
 
     # -- publishing and submitting ----------------------------------------------------------
     def publish(self, version: int, payload: Payload) -> None:
@@ -124,10 +133,10 @@ class AsyncJobPool:
     def num_in_flight(self) -> int:
         return len(self._by_ref)
 
-    @property
-    def typical_call_s(self) -> float | None:
-        """Running mean of call durations, send to reply (None before the first reply)."""
-        return self._typical_call_s
+    def typical_call_s(self, call: Call) -> float | None:
+        """Usual duration, send to reply, of a call like ``call`` (None before one of its kind finished)."""
+        per_job = self._typical_job_s.get(call.kind)
+        return None if per_job is None else per_job * len(call.jobs)
 
     def healthy_runner_ids(self) -> list[int]:
         return list(self.group.healthy_worker_ids())
@@ -162,7 +171,7 @@ class AsyncJobPool:
         for rid in healthy:
             while self._queue and len(self._in_flight[rid]) < self.jobs_in_flight:
                 call = self._queue.popleft()
-                entry = _Sent(call, time.perf_counter(), rid, actors[rid].run_jobs.remote(call))
+                entry = _Sent(call, time.perf_counter(), rid, actors[rid].run_jobs.remote(call), kind=call.kind)
                 self._in_flight[rid][entry.ref] = entry
                 self._by_ref[entry.ref] = entry
                 sent += 1
@@ -187,9 +196,9 @@ class AsyncJobPool:
                 self._take_out_of_service(sent.runner, e)  # its calls, this one included, are re-queued below
                 continue
             self._in_flight[sent.runner].pop(ref, None)
-            took = now - sent.t_sent
-            typical = self._typical_call_s
-            self._typical_call_s = took if typical is None else 0.9 * typical + 0.1 * took
+            per_job = (now - sent.t_sent) / len(sent.call.jobs)
+            typical = self._typical_job_s.get(sent.kind)
+            self._typical_job_s[sent.kind] = per_job if typical is None else 0.9 * typical + 0.1 * per_job
             self.busy_s[sent.runner] += reply.busy_s
             reply.results = [r for r in reply.results if self._credit_ok(r)]
             out.append(reply)
@@ -226,10 +235,16 @@ class AsyncJobPool:
 
     def overdue(self) -> list[tuple[int, Call, float]]:
         """Calls newly overdue: ``(runner, call, seconds in flight)``; each is reported once."""
-        limit = max(self.overdue_min_s, self.overdue_factor * (self._typical_call_s or 0.0))
         now, out = time.perf_counter(), []
         for sent in self._by_ref.values():
-            if not sent.reported and now - sent.t_sent > limit:
+            if sent.reported:
+                continue
+            per_job = self._typical_job_s.get(sent.kind)
+            if per_job is None:
+                limit = max(self.overdue_min_s, self.overdue_unseen_s)
+            else:
+                limit = max(self.overdue_min_s, self.overdue_factor * per_job * len(sent.call.jobs))
+            if now - sent.t_sent > limit:
                 sent.reported = True
                 self.num_calls_overdue += 1
                 out.append((sent.runner, sent.call, now - sent.t_sent))

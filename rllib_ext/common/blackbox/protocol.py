@@ -54,6 +54,11 @@ class Job:
     episodes: int = 1
     env_seed: tuple[int, ...] | None = None
 
+    @property
+    def kind(self) -> str:
+        """What the job costs, for the pool's watchdog: jobs of one kind take about as long."""
+        return type(self).__name__
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class PerturbationJob(Job):
@@ -87,6 +92,11 @@ class IndividualJob(Job):
     critic_ref: list | None = None
     random_actions: bool = False
 
+    @property
+    def kind(self) -> str:
+        """An RL individual (thousands of actor steps first) takes far longer than an ES one."""
+        return "IndividualJob/rl" if self.rl_steps else "IndividualJob"
+
 
 # -- the call and the payload -----------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True, eq=False)
@@ -108,6 +118,11 @@ class Call:
     def version(self) -> int:
         """u of the payload: the version every job of the call carries."""
         return self.jobs[0].version
+
+    @property
+    def kind(self) -> str:
+        """The kinds of its jobs, e.g. ``"IndividualJob/rl"`` (the watchdog's key)."""
+        return "+".join(sorted({job.kind for job in self.jobs}))
 
 
 # -- results ----------------------------------------------------------------------------------

@@ -16,7 +16,15 @@ import pytest
 
 from rllib_ext.common.blackbox import pool as async_pool
 from rllib_ext.common.blackbox.pool import AsyncJobPool
-from rllib_ext.common.blackbox.protocol import Call, EpisodeResult, Payload, PerturbationJob, Reply, theta_digest
+from rllib_ext.common.blackbox.protocol import (
+    Call,
+    EpisodeResult,
+    IndividualJob,
+    Payload,
+    PerturbationJob,
+    Reply,
+    theta_digest,
+)
 
 
 def payload(value):
@@ -231,6 +239,40 @@ def test_a_call_far_past_the_usual_duration_is_reported_once(pool, monkeypatch):
     assert pool.overdue() == [] and pool.num_calls_overdue == 1  # reported once
 
 
+def test_the_watchdog_judges_a_call_by_calls_of_its_own_kind_and_size(pool, monkeypatch):
+    """AES-RL's first RL individuals (10k actor steps) must not be judged by ES individuals' duration."""
+    clock = [100.0]
+    monkeypatch.setattr(async_pool.time, "perf_counter", lambda: clock[0])
+    pool.overdue_factor, pool.overdue_min_s, pool.overdue_unseen_s = 10.0, 2.0, 100.0
+    es = lambda: [IndividualJob(id=pool.new_job_id(), seed=1)]  # noqa: E731
+    rl = lambda: [IndividualJob(id=pool.new_job_id(), seed=1, rl_steps=10_000)]  # noqa: E731
+    pool.publish(0, payload(0))
+    pool.submit(es())
+    pool.submit(rl())  # call 1
+    pool.pump()
+    clock[0] += 0.5
+    pool.group.finish(0)
+    pool.poll(timeout_s=0.0)  # an ES call took 0.5 s; no RL call has finished
+    assert pool.typical_call_s(pool.group.calls[1][1]) is None
+    clock[0] += 99.0  # 99.5 s: past 10 × 0.5 s but not past the unseen kind's 100 s
+    assert pool.overdue() == []
+    clock[0] += 1.0
+    ((runner, call, age),) = pool.overdue()
+    assert call.kind == "IndividualJob/rl" and age == pytest.approx(100.5) and pool.num_calls_overdue == 1
+    pool.group.finish(1)
+    pool.poll(timeout_s=0.0)  # RL calls take 100.5 s; ES calls still 0.5 s
+    assert pool.typical_call_s(call) == pytest.approx(100.5)
+    pool.submit(rl())  # call 2
+    pool.submit(es() + es())  # call 3: two ES jobs, usually 2 × 0.5 s
+    pool.pump()
+    clock[0] += 11.0
+    ((runner, late, age),) = pool.overdue()
+    assert late.kind == "IndividualJob" and len(late.jobs) == 2 and age == pytest.approx(11.0)
+    clock[0] += 995.0  # the RL call: 1006 s > 10 × 100.5 s
+    ((runner, late, age),) = pool.overdue()
+    assert late.kind == "IndividualJob/rl" and pool.num_calls_overdue == 3
+
+
 def test_a_result_run_with_other_parameters_than_its_version_is_dropped_and_counted(pool):
     pool.publish(0, payload(0))
     pool.submit(jobs(pool))
@@ -257,3 +299,31 @@ def test_a_call_failing_with_a_ray_error_takes_its_runner_out_and_is_resent_else
     assert pool.num_calls_lost == 2 and pool.num_jobs_requeued == 2  # the failed call and runner 1's other one
     assert sorted(sent_ids(pool.group)[4:]) == [[0]]  # runner 2's freed slot takes the oldest lost call
     assert [[j.id for j in call.jobs] for call in pool._queue] == [[1]]
+
+
+def test_the_algorithms_watchdog_logs_an_overdue_call_with_its_kind(pool, monkeypatch, caplog):
+    """BlackBoxAlgorithm.watch logs and counts each overdue call once, saying what it is compared with."""
+    from rllib_ext.common.blackbox.algorithm import BlackBoxAlgorithm
+
+    clock = [100.0]
+    monkeypatch.setattr(async_pool.time, "perf_counter", lambda: clock[0])
+    pool.overdue_factor, pool.overdue_min_s, pool.overdue_unseen_s = 10.0, 2.0, 50.0
+    algo = object.__new__(BlackBoxAlgorithm)
+    algo.pool = pool
+    pool.publish(0, payload(0))
+    pool.submit(jobs(pool, n=2))
+    pool.submit([IndividualJob(id=pool.new_job_id(), seed=1, rl_steps=100)])
+    pool.pump()
+    clock[0] += 0.5
+    pool.group.finish(0)
+    pool.poll(timeout_s=0.0)
+    pool.submit(jobs(pool, n=2))
+    pool.pump()
+    clock[0] += 51.0
+    with caplog.at_level("WARNING", logger=BlackBoxAlgorithm.__module__):
+        algo.watch(progressed=True)
+        algo.watch(progressed=False)
+    lines = sorted(r.getMessage() for r in caplog.records)
+    assert len(lines) == 2 and pool.num_calls_overdue == 2
+    assert "1 job(s) (IndividualJob/rl) for 52 s (none of its kind has finished yet)" in lines[0]
+    assert "2 job(s) (PerturbationJob) for 51 s (such calls usually take 0.50 s)" in lines[1]
