@@ -17,6 +17,14 @@ pandas 3 (which Ray 2.60 pulls in) with ``TypeError: deprecate_kwarg()``; pinnin
 would fight Ray. The method is a few lines of numpy; the unit tests check it with closed forms
 and invariants (tests/unit/test_stats.py).
 
+- :func:`probability_of_improvement`: P(X > Y), the probability that a run of algorithm X scores
+  higher than a run of Y on the same task (ties count half), averaged over tasks
+  (``rliable.metrics.probability_of_improvement``: the Mann–Whitney U statistic over n·m); its
+  interval resamples the runs of X and of Y independently within each task
+  (``rliable.library.StratifiedIndependentBootstrap``). Where the IQMs' intervals of two
+  algorithms overlap, this is the comparison the rliable paper recommends for "is X better
+  than Y".
+
 Also here, because both ``rllib plot`` (:mod:`rllib_ext.plotting`) and the benchmark report
 (``benchmarks/harness/report.py``) draw curves from runs evaluated at different x values:
 :func:`step_hold`, which puts runs on a common grid without inventing values.
@@ -108,6 +116,18 @@ def stratified_bootstrap_ci(
         ValueError: No runs, a task with no runs, non-finite scores, ``reps < 1`` or a
             ``confidence`` outside (0, 1).
     """
+    strata = _checked_strata(scores, reps, confidence)
+    pooled = np.concatenate(strata, axis=0)
+    point = aggregate(pooled, axis=0)
+    rng = np.random.default_rng(seed)
+    # Resample run indices within each task, independently: shape (reps, runs_t) per task.
+    resampled = [s[rng.integers(0, s.shape[0], size=(reps, s.shape[0]))] for s in strata]
+    replicates = aggregate(np.concatenate(resampled, axis=1), axis=1)  # (reps, *points)
+    return _percentile_interval(point, replicates, confidence)
+
+
+def _checked_strata(scores, reps: int, confidence: float) -> list[np.ndarray]:
+    """:func:`_as_strata` of ``scores``, with every argument of an interval checked."""
     strata = _as_strata(scores)
     if reps < 1:
         raise ValueError(f"reps must be >= 1, got {reps}")
@@ -118,17 +138,62 @@ def stratified_bootstrap_ci(
             raise ValueError(f"task {t} has no runs")
         if not np.all(np.isfinite(s)):
             raise ValueError(f"task {t} has non-finite scores")
-    pooled = np.concatenate(strata, axis=0)
-    point = aggregate(pooled, axis=0)
-    rng = np.random.default_rng(seed)
-    # Resample run indices within each task, independently: shape (reps, runs_t) per task.
-    resampled = [s[rng.integers(0, s.shape[0], size=(reps, s.shape[0]))] for s in strata]
-    replicates = aggregate(np.concatenate(resampled, axis=1), axis=1)  # (reps, *points)
+    return strata
+
+
+def _percentile_interval(point, replicates: np.ndarray, confidence: float) -> Interval:
+    """The percentile interval of bootstrap ``replicates`` (reps on axis 0) around ``point``."""
     alpha = (1.0 - confidence) / 2.0
     low, high = np.percentile(replicates, [100 * alpha, 100 * (1 - alpha)], axis=0)
     if np.ndim(point) == 0:
         return Interval(float(point), float(low), float(high))
     return Interval(np.asarray(point), np.asarray(low), np.asarray(high))
+
+
+def _improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """P(X > Y) + ½ P(X = Y) over all pairs of runs: x (..., n), y (..., m) -> (...)."""
+    diff = x[..., :, None] - y[..., None, :]
+    return ((diff > 0).mean(axis=(-2, -1))) + 0.5 * (diff == 0).mean(axis=(-2, -1))
+
+
+def probability_of_improvement(
+    scores_x,
+    scores_y,
+    reps: int = DEFAULT_REPS,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> Interval:
+    """P(X > Y): how likely a run of X beats a run of Y on a task, averaged over tasks, with its interval.
+
+    Args:
+        scores_x, scores_y: Final scores of X and of Y, each as :func:`stratified_bootstrap_ci`
+            takes them (one array of runs per task, or a (runs, tasks) array; no points axis).
+            Both must have the same tasks; their run counts may differ.
+        reps: Bootstrap replicates.
+        confidence: Interval size, e.g. 0.95.
+        seed: Seed of the resampling (None: fresh entropy).
+
+    Returns:
+        An :class:`Interval` in [0, 1]; 0.5 means neither is ahead. P(X > Y) + P(Y > X) = 1.
+
+    Raises:
+        ValueError: As :func:`stratified_bootstrap_ci`, or the tasks of X and Y differ in number,
+            or scores have a points axis.
+    """
+    xs = _checked_strata(scores_x, reps, confidence)
+    ys = _checked_strata(scores_y, reps, confidence)
+    if len(xs) != len(ys):
+        raise ValueError(f"X has {len(xs)} tasks and Y has {len(ys)}: compare them on the same tasks")
+    if any(s.ndim != 1 for s in xs + ys):
+        raise ValueError("probability_of_improvement takes one score per run (no points axis)")
+    point = float(np.mean([_improvement(x, y) for x, y in zip(xs, ys, strict=True)]))
+    rng = np.random.default_rng(seed)
+    replicates = np.zeros(reps)
+    for x, y in zip(xs, ys, strict=True):  # each task: the runs of X and of Y resampled independently
+        bx = x[rng.integers(0, x.shape[0], size=(reps, x.shape[0]))]
+        by = y[rng.integers(0, y.shape[0], size=(reps, y.shape[0]))]
+        replicates += _improvement(bx, by) / len(xs)
+    return _percentile_interval(point, replicates, confidence)
 
 
 def step_hold(xs: Sequence[float], ys: Sequence[float], grid: Sequence[float]) -> np.ndarray:

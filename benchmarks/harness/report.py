@@ -10,7 +10,10 @@ Reads every ``benchmarks/results/**/*.jsonl`` (:mod:`benchmarks.harness.rows`) a
   env, race, algorithm) the number of seeds, the final evaluation return's IQM [95% CI], each
   seed's final return, and, where the race set a target, how many runs reached it and the env
   steps and wall seconds to it (IQM [95% CI] when every run reached it; otherwise a lower bound
-  "≥" with unreached runs counted at their budget, never dropped).
+  "≥" with unreached runs counted at their budget, never dropped); and, for a race of two or more
+  algorithms, the probability of improvement of each over each other (P(row > column) of the final
+  evaluation return, [95% CI], :func:`rllib_ext.stats.probability_of_improvement`): where two
+  IQM intervals overlap, this says how often a run of one beats a run of the other.
 
 Like with like: the rows of one race must agree on every shared setting (``shared_keys``, less the
 race's declared ``variable`` keys), on the protocol (budget, evaluation) and on the machine;
@@ -112,6 +115,34 @@ def target_cells(rows: Sequence[RunRow]) -> tuple[str, str, str]:
     return cell, f"≥ {_fmt(stats.iqm(steps), 'steps')}", f"≥ {_fmt(stats.iqm(walls))}"
 
 
+def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
+    """Markdown lines: P(row > column) of the final evaluation return, [95% CI], per pair of algorithms."""
+    finals = {
+        algo: np.array([r.final_return for r in runs], dtype=float)
+        for (algo,), runs in group_by(race_rows, "algorithm").items()
+    }
+    if len(finals) < 2:
+        return []
+    names = list(finals)
+    lines = [
+        "Probability of improvement, P(row > column) of the final evaluation return [95% CI] (ties count "
+        "half; runs of each resampled independently):",
+        "",
+        "| P(row > column) | " + " | ".join(names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
+    for x in names:
+        cells = []
+        for y in names:
+            if x == y:
+                cells.append("—")
+                continue
+            p = stats.probability_of_improvement([finals[x]], [finals[y]], seed=SEED)
+            cells.append(f"{p.point:.2f} [{p.low:.2f}, {p.high:.2f}]")
+        lines.append(f"| {x} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
 def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -> str:
     """The Markdown summary of every race (see the module docstring)."""
     if not rows:
@@ -165,6 +196,7 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                     line += " {} | {} | {} |".format(*target_cells(runs))
                 lines.append(line)
             lines.append("")
+            lines += improvement_table(race_rows)
             own = {(r.algorithm): {k: v for k, v in r.settings.items() if k not in r.shared_keys} for r in race_rows}
             lines.append("<details><summary>each algorithm's own settings, and the command</summary>")
             lines.append("")

@@ -46,6 +46,19 @@ def test_a_comparable_race_gets_iqm_ci_and_per_seed_finals():
     assert "python -m benchmarks.harness.race" in table
 
 
+def test_a_race_shows_each_algorithms_probability_of_improving_on_each_other():
+    rows = race_rows() + [row("C", s, finals=(0.0, 50.0, 100.0 + s)) for s in range(5)]  # C ties A run for run
+    table = report.summary_table(rows, {})
+    lines = table.splitlines()
+    assert "| P(row > column) | A | B | C |" in lines
+    cells = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in lines if line.startswith(("| A |", "| B |"))}
+    assert cells["A"][0] == "—" and cells["A"][1] == "1.00 [1.00, 1.00]"  # every run of A beats every run of B
+    assert cells["A"][2].startswith("0.50 [")  # A and C: the same finals
+    assert cells["B"][0] == "0.00 [0.00, 0.00]"
+    one = report.summary_table([r for r in rows if r.algorithm == "A"], {})
+    assert "P(row > column)" not in one  # one algorithm: nothing to compare
+
+
 def test_every_distinct_command_of_a_race_is_shown_once():
     """An --append adds entries with their own command: the table shows each command, once, in order."""
     rows = race_rows()

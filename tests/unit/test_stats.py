@@ -107,3 +107,47 @@ def test_aligned_curves_keeps_the_grid_every_run_covers():
     grid, values = stats.aligned_curves([([0, 10, 20], [0.0, 1.0, 2.0]), ([0, 5, 15], [0.0, 0.5, 1.5])])
     np.testing.assert_array_equal(grid, [0, 5, 10, 15])
     np.testing.assert_array_equal(values, [[0.0, 0.0, 1.0, 1.0], [0.0, 0.5, 0.5, 1.5]])
+
+
+def test_probability_of_improvement_closed_forms():
+    one = lambda *v: [np.array(v, dtype=float)]  # noqa: E731  (one task)
+    assert stats.probability_of_improvement(one(5, 6, 7), one(1, 2)).point == 1.0
+    assert stats.probability_of_improvement(one(1, 2), one(5, 6, 7)).point == 0.0
+    assert stats.probability_of_improvement(one(1, 3), one(2)).point == 0.5  # one win, one loss
+    assert stats.probability_of_improvement(one(1, 2), one(2)).point == 0.25  # a loss and a tie (half)
+    same = stats.probability_of_improvement(one(3, 1, 2), one(2, 3, 1))
+    assert same.point == 0.5 and same.low <= 0.5 <= same.high
+    # Every resample of a clear winner still wins: a zero-width interval at 1.
+    clear = stats.probability_of_improvement(one(5, 6, 7), one(1, 2))
+    assert (clear.low, clear.high) == (1.0, 1.0)
+
+
+def test_probability_of_improvement_is_the_mann_whitney_statistic_and_complements():
+    from scipy.stats import mannwhitneyu
+
+    rng = np.random.default_rng(3)
+    x, y = np.round(rng.normal(1.0, 1.0, 7), 1), np.round(rng.normal(0.0, 1.0, 5), 1)  # rounded: ties
+    u = mannwhitneyu(x, y, alternative="greater").statistic / (len(x) * len(y))  # rliable's form
+    forward, backward = stats.probability_of_improvement([x], [y]), stats.probability_of_improvement([y], [x])
+    assert forward.point == pytest.approx(u)
+    assert forward.point + backward.point == pytest.approx(1.0)
+    assert 0.0 <= forward.low <= forward.point <= forward.high <= 1.0
+    assert forward == stats.probability_of_improvement([x], [y])  # seeded
+    # Two tasks: the mean of the per-task probabilities; strata are never mixed.
+    two = stats.probability_of_improvement([x, np.array([9.0, 9.5])], [y, np.array([0.0])])
+    assert two.point == pytest.approx((u + 1.0) / 2)
+    assert two.low >= forward.low / 2 + 0.5 - 1e-12  # task 2 is a win in every resample
+
+
+@pytest.mark.parametrize(
+    "x, y, message",
+    [
+        ([np.ones(3)], [np.ones(3), np.ones(2)], "same tasks"),
+        ([np.ones((3, 2))], [np.ones((3, 2))], "no points axis"),
+        ([np.array([1.0, np.nan])], [np.ones(2)], "non-finite"),
+        ([np.array([])], [np.ones(2)], "no runs"),
+    ],
+)
+def test_probability_of_improvement_bad_input_is_a_clear_error(x, y, message):
+    with pytest.raises(ValueError, match=message):
+        stats.probability_of_improvement(x, y)
