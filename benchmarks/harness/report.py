@@ -333,6 +333,11 @@ MEASUREMENT_TABLES = {
         "keys": ("reader", "others", "hiddens", "code", "note"),
         "values": (("ms_per_actor_step", "ms per actor step", "{:.3f}"),),
     },
+    "td3_steps": {
+        "title": "TD3 critic and actor steps alone, by device and network (`benchmarks/td3_steps.py`)",
+        "keys": ("device", "gpu", "hiddens", "step", "batch", "threads", "code", "note"),
+        "values": (("ms_per_step", "ms/step", "{:.3f}"),),
+    },
     "cves_variance": {
         "title": "CV-ES gradient variance at a fixed θ (`benchmarks/cves_variance_real.py`)",
         "keys": ("env", "pg_baseline", "gamma", "eta_lr", "batches"),
