@@ -18,7 +18,9 @@ A method may name its own runner count after ``@`` (``"AES-RL (reevaluate 5)@9"`
 last column); otherwise it gets ``--runners`` (CEM-RL serial always 1). On a machine with fewer
 cores than runners + 1 the MuJoCo scenarios share cores, and the comparison says little.
 ``--critic-gpus 1`` trains every method's critic on the GPU (``critic_num_gpus``), as the
-reference codes do. ``--out`` appends one measurement row per run (benchmark ``aesrl_time``).
+reference codes do; ``--runner-gpus G`` gives each env runner G of a GPU
+(``num_gpus_per_env_runner``), on which it trains its RL individuals' actors, as the aes-rl
+reference's workers do (with one GPU: e.g. ``--critic-gpus 0.5 --runner-gpus 0.05``). ``--out`` appends one measurement row per run (benchmark ``aesrl_time``).
 
 AESRL_EXT is measured with each f(μ) estimate (``mean_fitness``): ``reevaluate`` with 5 episodes
 (the reference code) or 1, and ``interpolate`` (μ evaluated once). The budget counts the individuals'
@@ -70,7 +72,11 @@ def method_runners(method: str, args) -> tuple[str, int]:
 def common(config, sc: dict, runners: int, args):
     return (
         config.environment(sc["env"], env_config=sc["env_config"])
-        .env_runners(num_env_runners=runners, num_cpus_per_env_runner=sc["cpus_per_runner"])
+        .env_runners(
+            num_env_runners=runners,
+            num_cpus_per_env_runner=sc["cpus_per_runner"],
+            num_gpus_per_env_runner=args.runner_gpus,
+        )
         .training(
             policy_hiddens=list(args.hiddens),
             critic_hiddens=list(args.hiddens),
@@ -150,6 +156,7 @@ def main():
     parser.add_argument("--rl-actor-steps", default="200", help="an integer, or 'auto' (the reference codes')")
     parser.add_argument("--hiddens", type=int, nargs="+", default=[64, 64], help="actor and critic (paper: 400 300)")
     parser.add_argument("--critic-gpus", type=float, default=0, help="critic_num_gpus of every method")
+    parser.add_argument("--runner-gpus", type=float, default=0, help="num_gpus_per_env_runner of every method")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="append one measurement row per run to this .jsonl")
     parser.add_argument("--note", default="", help="free text stored in the rows")
@@ -185,6 +192,7 @@ def main():
                         "rl_actor_steps": args.rl_actor_steps,
                         "hiddens": list(args.hiddens),
                         "critic_gpus": args.critic_gpus,
+                        "runner_gpus": args.runner_gpus,
                         "seed": args.seed,
                         "repeat": repeat,
                         **runs[m][-1],

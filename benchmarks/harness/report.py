@@ -277,7 +277,8 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
 
 
 #: Tables of the measurement benchmarks (``results/measurements/<benchmark>/``): the row fields
-#: that group a table line, and the measured fields shown as medians over the repeats.
+#: that group a table line, and the measured fields shown as medians over the repeats; ``absent``:
+#: the value of a key field in rows written before the field existed (what those runs used).
 MEASUREMENT_TABLES = {
     "es_throughput": {
         "title": "Sampling throughput per runner core (`benchmarks/es_throughput.py`)",
@@ -317,7 +318,8 @@ MEASUREMENT_TABLES = {
     },
     "aesrl_time": {
         "title": "Paper 001 Table 1, scaled: wall time for an env-step budget (`benchmarks/aesrl_time.py`)",
-        "keys": ("env", "method", "runners", "budget", "critic_gpus", "code", "note"),
+        "keys": ("env", "method", "runners", "budget", "critic_gpus", "runner_gpus", "code", "note"),
+        "absent": {"runner_gpus": 0.0},  # before 2026-11-27 RL individuals always trained on the runners' CPUs
         "values": (
             ("wall_s", "wall s", "{:.1f}"),
             ("critic_steps", "critic steps", "{:.0f}"),
@@ -366,7 +368,8 @@ def measurement_tables(rows: Sequence[dict]) -> str:
         out.append("| " + " | ".join("---" for _ in header) + " |")
         groups: dict[tuple, list[dict]] = {}
         for r in mine:
-            groups.setdefault(tuple(r.get(k) for k in spec["keys"]), []).append(r)
+            absent = spec.get("absent", {})
+            groups.setdefault(tuple(r.get(k, absent.get(k)) for k in spec["keys"]), []).append(r)
         for key, group in groups.items():
             cells = [str(k) for k in key]
             for field, _, fmt in spec["values"]:

@@ -328,6 +328,23 @@ class TD3Updater:
             ``actor_loss``.
         """
         obs = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        return {"actor_loss": float(self._actor_step(obs))}
+
+    def actor_steps(self, obs) -> dict[str, float]:
+        """n :meth:`actor_step` calls on stacked observations, with one transfer to the device and
+        one read of the loss (an RL individual's chunk of minibatches; see :meth:`critic_steps`).
+
+        Args:
+            obs: Observations stacked as [n, B, obs_dim] (tensor or array).
+
+        Returns:
+            ``actor_loss`` averaged over the n steps ({} for n = 0).
+        """
+        stacked = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
+        losses = [self._actor_step(stacked[i]) for i in range(int(stacked.shape[0]))]
+        return {"actor_loss": float(torch.stack(losses).mean())} if losses else {}
+
+    def _actor_step(self, obs: torch.Tensor) -> torch.Tensor:
         critic_params = [p for p in self.critic.parameters() if p.requires_grad]
         for p in critic_params:  # the critic is held fixed: no weight gradients computed for it
             p.requires_grad_(False)
@@ -340,7 +357,7 @@ class TD3Updater:
                 p.requires_grad_(True)
         self.actor_optimizer.step()
         self.num_actor_steps += 1
-        return {"actor_loss": float(loss.detach())}
+        return loss.detach()
 
     def update_targets(self) -> None:
         """Soft updates of both target networks by τ (Algorithm 1)."""

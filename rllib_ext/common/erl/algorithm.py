@@ -37,6 +37,27 @@ LIFETIME_COUNTERS = (
 )
 
 
+def check_gpus(config) -> None:
+    """Before any actor starts: the GPUs that the critic worker and the env runners ask for exist.
+
+    Raises:
+        ValueError: The cluster has fewer GPUs than ``critic_num_gpus`` + ``num_env_runners`` ×
+            ``num_gpus_per_env_runner``; the message names both settings.
+    """
+    critic = float(config.critic_num_gpus)
+    runners = int(config.num_env_runners or 0) * float(config.num_gpus_per_env_runner or 0)
+    if critic + runners <= 0 or not ray.is_initialized():
+        return
+    have = ray.cluster_resources().get("GPU", 0)
+    if have < critic + runners:
+        raise ValueError(
+            f"critic_num_gpus={critic:g} and num_gpus_per_env_runner={config.num_gpus_per_env_runner:g} × "
+            f"{config.num_env_runners} env runners ask for {critic + runners:g} GPUs but the Ray cluster has {have:g}: "
+            "set critic_num_gpus=0 to train the critic on the CPU, num_gpus_per_env_runner=0 to train the RL "
+            "individuals on the runners' CPUs"
+        )
+
+
 class ERLAlgorithm(BlackBoxAlgorithm):
     """Driver base of AESRL_EXT and CEMRL_EXT: replay actor, critic worker, μ publishing.
 
@@ -62,12 +83,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     @override(BlackBoxAlgorithm)
     def setup(self, config):
         self.mu = self.var = None
-        wanted = float(config.critic_num_gpus)
-        if wanted > 0 and ray.is_initialized() and ray.cluster_resources().get("GPU", 0) < wanted:
-            raise ValueError(
-                f"critic_num_gpus={config.critic_num_gpus:g} but the Ray cluster has "
-                f"{ray.cluster_resources().get('GPU', 0):g} GPUs: set critic_num_gpus=0 to train the critic on the CPU"
-            )
+        check_gpus(config)
         super().setup(config)
         obs_space, act_space = self.spaces[DEFAULT_MODULE_ID]
         self._obs_dim, self._act_space = int(obs_space.shape[0]), act_space

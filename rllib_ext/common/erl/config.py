@@ -82,8 +82,10 @@ class ERLConfig(BlackBoxConfig):
     ``critic_num_cpus``: CPUs reserved for the critic worker (0: it shares the machine).
     ``critic_num_gpus``: GPUs for the critic worker (0: it trains on the CPU; 1, or a fraction, puts
     the critic, its targets and the TD3 target actor on a GPU, as both reference codes do). The RL
-    individuals' actor steps stay on their env runners' CPUs. Checked against the cluster before any
-    actor starts; under Tune the critic's CPUs and GPUs are a bundle of the trial's placement group.
+    individuals' actor steps run on their env runners' CPUs, or on the runners' GPUs with RLlib's
+    ``num_gpus_per_env_runner`` > 0 (as the references' workers). Both are checked against the
+    cluster before any actor starts; under Tune the critic's CPUs and GPUs are a bundle of the
+    trial's placement group (RLlib's own bundles carry the runners').
     ``optimizer`` (``"adam"``) and ``optimizer_kwargs``: the TD3 optimizer of the critic and of
     the RL individuals, by name (``rllib_ext.optim``).
 

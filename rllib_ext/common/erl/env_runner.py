@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -19,6 +20,24 @@ from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
 from rllib_ext.common.transitions import sample_chunks
 
 
+def train_device(config, remote: bool = True) -> torch.device:
+    """Where a runner trains RL individuals' actors: its GPU when ``num_gpus_per_env_runner`` > 0.
+
+    Raises:
+        ValueError: GPUs were asked for, but this remote runner's process sees no CUDA device.
+    """
+    if float(config.num_gpus_per_env_runner or 0) <= 0:
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        if not remote:  # the driver's local runner (``rllib evaluate``) trains no RL individual
+            return torch.device("cpu")
+        raise ValueError(
+            f"num_gpus_per_env_runner={config.num_gpus_per_env_runner:g} but this env runner's process sees no "
+            "CUDA device: set num_gpus_per_env_runner=0 to train RL individuals on the runners' CPUs"
+        )
+    return torch.device("cuda")
+
+
 class ERLEnvRunner(BlackBoxEnvRunner):
     """Evaluates individuals (ES or RL-trained) and the mean; fills the replay actor.
 
@@ -29,6 +48,10 @@ class ERLEnvRunner(BlackBoxEnvRunner):
       with action noise ``action_noise`` (Algorithm 2) and stored in the replay actor.
     - :class:`~rllib_ext.common.blackbox.protocol.EvaluationJob`: μ for ``episodes`` episodes with
       the same ``action_noise``, not stored in replay (f(μ)).
+
+    An RL individual's actor steps run on the runner's CPU, or on its GPU when the runner has one
+    (RLlib's ``num_gpus_per_env_runner`` > 0, a fraction is fine), as the aes-rl reference's
+    workers do; its episodes run on the CPU either way (one state per forward pass).
     """
 
     result_cls = ERLResult
@@ -37,6 +60,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         self._var = None
         self._replay = None
         self._updater: TD3Updater | None = None
+        self.train_device = train_device(config, remote=kwargs.get("worker_index", 0) > 0)
         super().__init__(config=config, **kwargs)
 
     @override(BlackBoxEnvRunner)
@@ -53,29 +77,40 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         super().adopt(version, payload)
 
     def _td3(self) -> TD3Updater:
-        """The TD3 actor trainer of RL individuals; its actor is the module's policy itself."""
+        """The TD3 actor trainer of RL individuals: on the CPU its actor is the module's policy
+        itself; on a GPU, a copy of it there."""
         if self._updater is None:
+            on_cpu = self.train_device.type == "cpu"
             self._updater = make_td3_updater(
                 int(self.env.observation_space.shape[0]),
                 self.env.action_space,
                 self.config.td3_settings,
-                actor=self.module.policy,
+                actor=self.module.policy if on_cpu else copy.deepcopy(self.module.policy),
+                device=self.train_device,
             )
         return self._updater
 
     def train_actor(self, z: np.ndarray, critic_state: dict[str, np.ndarray], steps: int) -> float:
-        """An RL individual: ``steps`` TD3 actor steps from z against fixed critic weights; mean loss."""
+        """An RL individual: ``steps`` TD3 actor steps from z against fixed critic weights; mean loss.
+
+        The module's policy holds the trained z afterwards (its episodes run on the CPU)."""
         upd = self._td3()
         self.module.set_flat(z)
+        copied = upd.actor is not self.module.policy
+        if copied:
+            upd.actor.load_state_dict(self.module.policy.state_dict())
         upd.critic.load_state_dict({k: torch.tensor(v) for k, v in critic_state.items()})
         upd.actor_optimizer = upd.make_optimizer(upd.actor.parameters(), self.config.actor_lr)  # a fresh one
-        losses = []
+        loss_sum, done = 0.0, 0
         chunks = sample_chunks(
             self._replay, int(self.config.rl_batch_size), int(steps), int(self.config.replay_sample_chunk), ("obs",)
         )
         for n, data in chunks:  # an actor step needs states only (Eq. 1: −Q1(s, π(s)))
-            losses += [upd.actor_step(data["obs"][i])["actor_loss"] for i in range(n)]
-        return float(np.mean(losses)) if losses else float("nan")
+            loss_sum += upd.actor_steps(data["obs"][:n])["actor_loss"] * n
+            done += n
+        if copied:
+            self.module.policy.load_state_dict(upd.actor.state_dict())  # copied back to the CPU
+        return loss_sum / done if done else float("nan")
 
     @override(BlackBoxEnvRunner)
     def run_job(self, job: Job) -> ERLResult:

@@ -182,6 +182,21 @@ def test_separate_steps_touch_only_their_network():
     assert not any(p.requires_grad for p in fresh.critic_target.parameters())
 
 
+def test_actor_steps_on_a_stack_equal_single_steps_and_leave_the_critic():
+    """actor_steps (an RL individual's chunk: one transfer, one read of the loss) takes the same
+    steps as actor_step one batch at a time, and the critic stays as it was."""
+    one, many = (TD3Updater(3, SPACE, hiddens=(16,), seed=5) for _ in range(2))
+    obs = np.stack([_batch(16, seed=i)["obs"].numpy() for i in range(4)])
+    losses = [one.actor_step(o)["actor_loss"] for o in obs]
+    critic = _params(many.critic)
+    mean = many.actor_steps(obs)
+    assert many.num_actor_steps == one.num_actor_steps == 4
+    assert torch.equal(_params(one.actor), _params(many.actor)) and torch.equal(critic, _params(many.critic))
+    assert mean["actor_loss"] == pytest.approx(np.mean(losses), rel=1e-6)
+    assert all(p.grad is None and p.requires_grad for p in many.critic.parameters())
+    assert many.actor_steps(obs[:0]) == {} and many.num_actor_steps == 4
+
+
 def test_critic_steps_on_a_stack_equal_single_steps_with_the_target_every_d():
     """critic_steps (the ERL critic worker's loop: one transfer, one read of the statistics) takes
     the same steps as critic_step one batch at a time with a target update every d-th step."""
@@ -265,6 +280,7 @@ def test_updater_on_a_gpu_trains_there_and_saves_a_cpu_state():
     assert np.isfinite(stats["critic_loss"]) and gpu.num_actor_steps == 2
     stacked = {k: np.stack([_batch(16, seed=s)[k].numpy() for s in (5, 6)]) for k in BATCH_KEYS}
     assert np.isfinite(gpu.critic_steps(stacked, target_every=2)["critic_loss"])  # the ERL critic's path
+    assert np.isfinite(gpu.actor_steps(stacked["obs"])["actor_loss"])  # an RL individual's, on a runner's GPU
     assert all(p.device.type == "cuda" for net in (gpu.critic, gpu.critic_target) for p in net.parameters())
     state = gpu.get_state()
     assert state["generator_device"] == "cuda" and _all_tensors_on_cpu(state)

@@ -136,15 +136,43 @@ def test_aesrl_trains_with_default_scale_on_an_env_without_table_5(ray_session):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a cluster without GPUs")
-def test_aesrl_gpu_critic_without_a_gpu_fails_before_actors_start(ray_session, monkeypatch):
+@pytest.mark.parametrize(
+    "critic_gpus, runner_gpus, message",
+    [
+        (1, 0, r"critic_num_gpus=1 and num_gpus_per_env_runner=0 × 2 env runners ask for 1 GPUs"),
+        (0, 0.25, r"num_gpus_per_env_runner=0.25 × 2 env runners ask for 0.5 GPUs"),
+    ],
+)
+def test_aesrl_gpus_without_a_gpu_fail_before_actors_start(ray_session, monkeypatch, critic_gpus, runner_gpus, message):
     from ray.rllib.env.env_runner_group import EnvRunnerGroup
 
     def no_actors(*args, **kwargs):
-        raise AssertionError("env runners were being created for a critic that cannot be placed")
+        raise AssertionError("env runners were being created for GPUs that cannot be placed")
 
     monkeypatch.setattr(EnvRunnerGroup, "__init__", no_actors)
-    with pytest.raises(ValueError, match=r"critic_num_gpus=1 but the Ray cluster has 0 GPUs"):
-        small_aesrl_config(critic_num_gpus=1).build_algo()
+    config = small_aesrl_config(critic_num_gpus=critic_gpus).env_runners(num_gpus_per_env_runner=runner_gpus)
+    with pytest.raises(ValueError, match=message + r" but the Ray cluster has 0"):
+        config.build_algo()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_aesrl_rl_individuals_train_on_the_runners_gpus(ray_session):
+    """num_gpus_per_env_runner > 0 (the aes-rl reference's workers): RL individuals' actor steps run
+    on each runner's GPU, and the trained z comes back to the CPU policy that runs its episodes."""
+    config = small_aesrl_config(initial_steps=200, critic_num_gpus=0.5).env_runners(num_gpus_per_env_runner=0.25)
+    algo = config.build_algo()
+    try:
+        critic_up(algo)
+        result = train_until(algo, lambda r: r["blackbox"].get("rl_actor_steps_lifetime", 0) > 0)
+        assert np.isfinite(result["blackbox"]["rl_actor_loss"])
+        devices = algo.env_runner_group.foreach_env_runner(lambda w: str(w.train_device), local_env_runner=False)
+        assert devices == ["cuda", "cuda"]
+        policies = algo.env_runner_group.foreach_env_runner(
+            lambda w: {p.device.type for p in w.module.policy.parameters()}, local_env_runner=False
+        )
+        assert policies == [{"cpu"}, {"cpu"}]
+    finally:
+        algo.stop()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
