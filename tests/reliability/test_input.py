@@ -108,6 +108,20 @@ def test_bad_setting_is_one_clear_error_naming_setting_and_value(name, setting, 
     assert repr(value) in message or str(value) in message, message
 
 
+BLACKBOX_NAMES = [n for n in NAMES if hasattr(config_class(n), "runners_use_gpus")]
+
+
+@pytest.mark.parametrize("name", BLACKBOX_NAMES)
+def test_runner_gpus_are_refused_where_the_runners_would_leave_them_idle(name):
+    """Black-box runners only run episodes on the CPU; ERL's also train RL individuals, on a GPU if given."""
+    config = base_config(name).env_runners(num_gpus_per_env_runner=0.5)
+    if config_class(name).runners_use_gpus:
+        config.validate()
+    else:
+        message = error_of(config)
+        assert "num_gpus_per_env_runner=0.5" in message and "set it to 0" in message, message
+
+
 def test_every_algorithm_has_the_issue_settings_it_should():
     """The table is not vacuous: each family's σ/N/K/c_max/D/name settings are really checked."""
     covered = {}

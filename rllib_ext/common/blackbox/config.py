@@ -229,6 +229,11 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
             self._value_error(
                 "black-box algorithms evaluate θ_u themselves: use eval_episodes, not evaluation_interval"
             )
+        if not self.runners_use_gpus and float(self.num_gpus_per_env_runner or 0) > 0:
+            self._value_error(
+                f"num_gpus_per_env_runner={self.num_gpus_per_env_runner:g}, but this algorithm's env runners only "
+                "run episodes on the CPU and would hold the GPUs unused: set it to 0"
+            )
 
     #: Whether ``optimizer`` steps θ along the black-box estimate, so that DSGD is fed R̄ from the
     #: evaluation episodes (ERL's optimizer trains its TD3 networks instead).
@@ -236,6 +241,10 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
 
     #: Action-space kinds the family takes (ERL's TD3 part narrows it to continuous).
     supported_actions = (DISCRETE, CONTINUOUS)
+
+    #: Whether the env runners train on a GPU given by ``num_gpus_per_env_runner`` (ERL's RL
+    #: individuals do); otherwise asking for runner GPUs is an error, not a reservation left idle.
+    runners_use_gpus = False
 
     def _check_env_spaces(self) -> None:
         """Builds the env once on the driver to reject unsupported spaces before actors start."""

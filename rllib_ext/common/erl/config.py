@@ -100,6 +100,8 @@ class ERLConfig(BlackBoxConfig):
 
     optimizer_steps_theta = False  # ``optimizer`` is the TD3 networks'; μ, σ² follow the ES rules
 
+    runners_use_gpus = True  # RL individuals' actor steps (``num_gpus_per_env_runner``)
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
         self.sigma_init = 1e-3
