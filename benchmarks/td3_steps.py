@@ -13,10 +13,13 @@ a replay (random minibatches, made on the device up front), for:
   bound by that dispatch, not by the arithmetic, and a larger batch or CUDA graphs would be the
   remedy; where it takes much longer, by the arithmetic.
 
+- each Adam in ``--adams``: ``fused`` (TD3Updater's default since 2026-11-27: one kernel over all
+  parameters) and ``loop`` (torch's per-tensor loop, the default before).
+
 Critic steps run as the critic worker runs them (``TD3Updater.critic_steps``: chunks of
 ``--chunk`` minibatches, the target soft-updated after every step); actor steps as an RL
 individual's (``TD3Updater.actor_step``, critic held fixed). CUDA timings synchronize the device
-before reading the clock. Measurements are interleaved (device × network, order alternating per
+before reading the clock. Measurements are interleaved (device × network × Adam, order alternating per
 repeat), after one warm-up pass each; torch uses ``--threads`` CPU threads (1, as the runners).
 Each measurement is one JSON line in ``--out`` (default
 ``benchmarks/results/measurements/td3_steps/<date>.jsonl``).
@@ -38,6 +41,9 @@ import torch
 
 from benchmarks.harness.rows import Machine, append_measurement, git_commit
 from rllib_ext.common.td3 import TD3Updater
+
+#: Adam's implementations: TD3Updater's optimizer_kwargs for each.
+ADAMS = {"fused": {}, "loop": {"foreach": False}}
 
 
 def _nets(text: list[str]) -> list[tuple[int, ...]]:
@@ -85,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--devices", nargs="+", default=None, help="default: cpu, and cuda when available")
     p.add_argument("--nets", nargs="+", default=["400x300", "4x4"], help="hidden sizes, e.g. 400x300")
     p.add_argument("--kinds", nargs="+", default=["critic", "actor"], choices=["critic", "actor"])
+    p.add_argument("--adams", nargs="+", default=["fused"], choices=list(ADAMS))
     p.add_argument("--steps", type=int, default=1000, help="steps per measurement")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--batch", type=int, default=100)
@@ -107,18 +114,27 @@ def main(argv: list[str] | None = None) -> None:
     cases = []
     for device in map(torch.device, devices):
         for net in _nets(args.nets):
-            upd = TD3Updater(args.obs_dim, space, hiddens=net, seed=0, device=device, policy_delay=1)
             batches = _batches(2 * args.chunk, args.batch, args.obs_dim, args.act_dim, device, seed=0)
-            for kind in args.kinds:
-                time_steps(upd, batches, kind, args.chunk, args.chunk)  # warm-up (allocator, kernels)
-                cases.append((device, net, kind, upd, batches))
+            for adam in args.adams:
+                upd = TD3Updater(
+                    args.obs_dim,
+                    space,
+                    hiddens=net,
+                    seed=0,
+                    device=device,
+                    policy_delay=1,
+                    optimizer_kwargs=ADAMS[adam],
+                )
+                for kind in args.kinds:
+                    time_steps(upd, batches, kind, args.chunk, args.chunk)  # warm-up (allocator, kernels)
+                    cases.append((device, net, adam, kind, upd, batches))
     machine, code = Machine.this(), git_commit()
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
     ms: dict[tuple, list[float]] = {}
     for repeat in range(args.repeats):
-        for device, net, kind, upd, batches in cases if repeat % 2 == 0 else cases[::-1]:
+        for device, net, adam, kind, upd, batches in cases if repeat % 2 == 0 else cases[::-1]:
             value = 1000 * time_steps(upd, batches, kind, args.steps, args.chunk)
-            key = (str(device), "x".join(map(str, net)), kind)
+            key = (str(device), "x".join(map(str, net)), adam, kind)
             ms.setdefault(key, []).append(value)
             append_measurement(
                 out,
@@ -127,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
                     "device": key[0],
                     "gpu": gpu if device.type == "cuda" else "",
                     "hiddens": key[1],
+                    "adam": adam,
                     "step": kind,
                     "batch": args.batch,
                     "chunk": args.chunk,
@@ -140,8 +157,9 @@ def main(argv: list[str] | None = None) -> None:
                     "date": date,
                 },
             )
-    for (device, net, kind), values in ms.items():
-        print(f"{device:5s} {net:8s} {kind:6s} {statistics.median(values):7.3f} ms/step (median of {len(values)})")
+    for (device, net, adam, kind), values in ms.items():
+        median = statistics.median(values)
+        print(f"{device:5s} {net:8s} {adam:6s} {kind:6s} {median:7.3f} ms/step (median of {len(values)})")
 
 
 if __name__ == "__main__":

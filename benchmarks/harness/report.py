@@ -337,7 +337,7 @@ MEASUREMENT_TABLES = {
     },
     "td3_steps": {
         "title": "TD3 critic and actor steps alone, by device and network (`benchmarks/td3_steps.py`)",
-        "keys": ("device", "gpu", "hiddens", "step", "batch", "threads", "code", "note"),
+        "keys": ("device", "gpu", "hiddens", "adam", "step", "batch", "threads", "code", "note"),
         "values": (("ms_per_step", "ms/step", "{:.3f}"),),
     },
     "cves_variance": {

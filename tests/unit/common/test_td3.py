@@ -320,3 +320,19 @@ def test_td3_updater_takes_any_optimizer_by_name():
     assert np.linalg.norm(upd.actor.get_flat() - before) == pytest.approx(0.23 * 0.01 * np.sqrt(d), rel=1e-4)
     with pytest.raises(ValueError, match="optimizer"):
         TD3Updater(3, space, hiddens=(8,), optimizer="bogus")
+
+
+def test_adam_is_fused_by_default_and_takes_the_same_steps():
+    """TD3Updater's Adam is torch's fused one (fewer kernels per step) unless optimizer_kwargs say
+    otherwise; it is the same update as the per-tensor loop, to float rounding."""
+    fused = TD3Updater(3, SPACE, hiddens=(16,), seed=6)
+    loop = TD3Updater(3, SPACE, hiddens=(16,), seed=6, optimizer_kwargs={"foreach": False})
+    assert fused.critic_optimizer.defaults["fused"] and fused.actor_optimizer.defaults["fused"]
+    assert not loop.critic_optimizer.defaults["fused"]
+    for i in range(5):
+        fused.update(_batch(16, seed=i))
+        loop.update(_batch(16, seed=i))
+    for name in ("actor", "critic", "actor_target", "critic_target"):
+        torch.testing.assert_close(_params(getattr(fused, name)), _params(getattr(loop, name)), rtol=1e-5, atol=1e-6)
+    sgd = TD3Updater(3, SPACE, hiddens=(16,), optimizer="sgd")
+    assert "fused" not in sgd.critic_optimizer.defaults or not sgd.critic_optimizer.defaults["fused"]
