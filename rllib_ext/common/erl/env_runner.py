@@ -60,7 +60,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         self._var = None
         self._replay = None
         self._updater: TD3Updater | None = None
-        self.train_device = train_device(config, remote=kwargs.get("worker_index", 0) > 0)
+        self.train_device = train_device(config, remote=(kwargs.get("worker_index") or 0) > 0)
         super().__init__(config=config, **kwargs)
 
     @override(BlackBoxEnvRunner)
