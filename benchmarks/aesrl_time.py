@@ -20,7 +20,8 @@ cores than runners + 1 the MuJoCo scenarios share cores, and the comparison says
 ``--critic-gpus 1`` trains every method's critic on the GPU (``critic_num_gpus``), as the
 reference codes do; ``--runner-gpus G`` gives each env runner G of a GPU
 (``num_gpus_per_env_runner``), on which it trains its RL individuals' actors, as the aes-rl
-reference's workers do (with one GPU: e.g. ``--critic-gpus 0.5 --runner-gpus 0.05``). ``--out`` appends one measurement row per run (benchmark ``aesrl_time``).
+reference's workers do (with one GPU: e.g. ``--critic-gpus 0.5 --runner-gpus 0.05``). ``--out``
+appends one measurement row per run (benchmark ``aesrl_time``).
 
 AESRL_EXT is measured with each f(μ) estimate (``mean_fitness``): ``reevaluate`` with 5 episodes
 (the reference code) or 1, and ``interpolate`` (μ evaluated once). The budget counts the individuals'

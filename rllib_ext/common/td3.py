@@ -188,7 +188,7 @@ class TD3Updater:
             or ``"sgd"``, ``"msgd"``, ``"dsgd"``, paper 000 §4); ``optimizer_kwargs`` go to its
             constructor. DSGD without reported rewards keeps η0 (see :class:`~rllib_ext.optim.DSGD`).
             Adam runs torch's fused implementation (``fused=True``: the same update, one kernel over
-            all parameters instead of a Python loop over them; a 400-300 TD3 step takes 0.87× the
+            all parameters instead of a Python loop over them; a 400-300 TD3 step takes 0.87–0.88× the
             time on one CPU thread) unless ``optimizer_kwargs`` names ``fused`` or ``foreach``.
         seed: Seeds the networks' initialization (without touching torch's global RNG) and
             the smoothing noise; None: torch's global RNG initializes, a random seed the noise.
