@@ -24,6 +24,7 @@ Action units: actions are in the env's units throughout (the actor maps tanh ont
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 from collections.abc import Sequence
@@ -334,7 +335,8 @@ class TD3Updater:
             ``actor_loss``.
         """
         obs = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
-        return {"actor_loss": float(self._actor_step(obs))}
+        with self._critic_held():
+            return {"actor_loss": float(self._actor_step(obs))}
 
     def actor_steps(self, obs) -> dict[str, float]:
         """n :meth:`actor_step` calls on stacked observations, with one transfer to the device and
@@ -347,20 +349,27 @@ class TD3Updater:
             ``actor_loss`` averaged over the n steps ({} for n = 0).
         """
         stacked = torch.as_tensor(obs, dtype=torch.float32, device=self.device)
-        losses = [self._actor_step(stacked[i]) for i in range(int(stacked.shape[0]))]
+        with self._critic_held():  # once per chunk, not per step
+            losses = [self._actor_step(stacked[i]) for i in range(int(stacked.shape[0]))]
         return {"actor_loss": float(torch.stack(losses).mean())} if losses else {}
 
-    def _actor_step(self, obs: torch.Tensor) -> torch.Tensor:
+    @contextlib.contextmanager
+    def _critic_held(self):
+        """The critic held fixed: no weight gradients are computed for it meanwhile."""
         critic_params = [p for p in self.critic.parameters() if p.requires_grad]
-        for p in critic_params:  # the critic is held fixed: no weight gradients computed for it
+        for p in critic_params:
             p.requires_grad_(False)
         try:
-            loss = td3_actor_loss(self.actor, self.critic, obs)
-            self.actor_optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            yield
         finally:
             for p in critic_params:
                 p.requires_grad_(True)
+
+    def _actor_step(self, obs: torch.Tensor) -> torch.Tensor:
+        """One actor step; the caller holds the critic (:meth:`_critic_held`)."""
+        loss = td3_actor_loss(self.actor, self.critic, obs)
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
         self.actor_optimizer.step()
         self.num_actor_steps += 1
         return loss.detach()
