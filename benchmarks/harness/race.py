@@ -365,9 +365,10 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
     """Raises RaceError unless the new runs can join the race in ``path``; returns the (label,
     seed) pairs that already have a row.
 
-    Every existing row must share this invocation's protocol and machine, an entry that already
-    has rows must have been run with the same settings, and no (algorithm, seed) may run twice
-    (with ``resume`` such a pair is skipped instead).
+    Every existing row must share this invocation's protocol and machine (the machine may differ
+    with ``--other-machine``), an entry that already has rows must have been run with the same
+    settings, and no (algorithm, seed) may run twice (with ``resume`` such a pair is skipped
+    instead).
     """
     from benchmarks.harness.rows import read_rows
 
@@ -378,8 +379,11 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
     for row in rows:
         if row.protocol != protocol:
             raise RaceError(f"{flag}: {path} was run with protocol {row.protocol}, this invocation has {protocol}")
-        if row.machine != machine:
-            raise RaceError(f"{flag}: {path} was run on {row.machine}, this machine is {machine}")
+        if row.machine != machine and not args.other_machine:
+            raise RaceError(
+                f"{flag}: {path} was run on {row.machine}, this machine is {machine} (--other-machine "
+                "joins them when the race is compared per env step)"
+            )
         entry = by_label.get(row.algorithm)
         if entry is None:
             continue
@@ -586,6 +590,13 @@ def make_parser() -> argparse.ArgumentParser:
         help="go on with a race: skip the (algorithm, seed) runs that have a row, resume a paused run from "
         "its checkpoint, start the others; the same checks as --append",
     )
+    p.add_argument(
+        "--other-machine",
+        action="store_true",
+        help="let --append/--resume join rows run on another machine (CPU model or core count): for a race "
+        "compared per env step only. Each row keeps its machine; the report then lists `machine` among the "
+        "keys the rows disagree on, and their wall times are not comparable",
+    )
     p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
     return p
 
@@ -597,6 +608,8 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
         parser.error("give --budget-env-steps and/or --budget-s")
     if args.append and args.resume:
         parser.error("--append and --resume exclude each other (--resume also adds new runs)")
+    if args.other_machine and not (args.append or args.resume):
+        parser.error("--other-machine goes with --append or --resume (it lets them join another machine's rows)")
     for flag in ("budget_env_steps", "budget_s", "eval_every_env_steps", "eval_episodes", "threads", "stop_after_s"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
@@ -619,7 +632,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
 #: Flags of how one invocation ran, not of the race: left out of the recorded command. Where this
 #: machine kept the rows (they are copied into benchmarks/results/, where the command without it
 #: writes) and how a long race was split into chunks (the command without them runs it whole).
-_INVOCATION_FLAGS = {"--results-dir": 1, "--stop-after-s": 1, "--resume": 0, "--dry-run": 0}
+_INVOCATION_FLAGS = {"--results-dir": 1, "--stop-after-s": 1, "--resume": 0, "--dry-run": 0, "--other-machine": 0}
 
 
 def race_argv(argv: Sequence[str]) -> list[str]:

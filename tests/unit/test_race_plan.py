@@ -371,6 +371,27 @@ def test_resume_skips_runs_that_have_a_row_and_checks_like_append(tmp_path):
         race.check_append(path, [fake_entry(FakeAlgo, settings={**row.settings, "lr": 0.1})], args, resume=True)
 
 
+def test_rows_of_another_machine_join_only_with_other_machine(tmp_path, capsys):
+    """A race compared per env step may go on on another machine when asked; never silently."""
+    run_fake(tmp_path, FakeAlgo)  # "L" seed 0 in tmp_path / "r.jsonl", run on this machine
+    path = tmp_path / "r.jsonl"
+    row = json.loads(path.read_text())
+    row["machine"] = {"cores": 64, "description": "another CPU / Linux"}
+    path.write_text(json.dumps(row) + "\n")
+    argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
+    argv += ["--seeds", "0", "1", "--resume"]
+    entry = fake_entry(FakeAlgo, settings=dict(row["settings"]))
+    args, _ = race.parse_args(argv)
+    with pytest.raises(race.RaceError, match="another CPU.*--other-machine"):
+        race.check_append(str(path), [entry], args, resume=True)
+    args, _ = race.parse_args([*argv, "--other-machine"])
+    assert race.check_append(str(path), [entry], args, resume=True) == {("L", 0)}
+    assert "--other-machine" not in args.command_line  # an invocation flag: the race's command runs it whole
+    with pytest.raises(SystemExit):  # it only joins rows: alone it means nothing
+        race.parse_args([a for a in argv if a != "--resume"] + ["--other-machine"])
+    assert "--other-machine goes with --append or --resume" in capsys.readouterr().err
+
+
 def test_resume_and_stop_after_s_arguments(tmp_path, capsys):
     argv = [*BASE, "--common", json.dumps(COMMON), "--results-dir", str(tmp_path), "--race", "x"]
     with pytest.raises(SystemExit):
