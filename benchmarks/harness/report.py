@@ -17,7 +17,10 @@ Reads every ``benchmarks/results/**/*.jsonl`` (:mod:`benchmarks.harness.rows`) a
 
 Like with like: the rows of one race must agree on every shared setting (``shared_keys``, less the
 race's declared ``variable`` keys), on the protocol (budget, evaluation) and on the machine;
-otherwise the race is marked NOT comparable in the table and in its figure, naming the keys.
+otherwise the race is marked NOT comparable in the table and in its figure, naming the keys. One
+exception: rows that differ only in the machine (``race --other-machine``) of a race whose budget is
+env steps alone stay comparable per env step (returns, probability of improvement), and the table
+and the figure say that their wall times are not.
 
 Usage: ``.venv/bin/python -m benchmarks.harness.report [--results-dir D] [--figures-dir D]
 [--results-md FILE]``.
@@ -75,6 +78,28 @@ def differing_keys(rows: Sequence[RunRow]) -> list[str]:
     if differ(r.target for r in rows):
         found.append("target")
     return found
+
+
+def comparable_per_env_step_only(rows: Sequence[RunRow]) -> bool:
+    """Whether a race's rows differ in the machine alone and its budget is env steps alone: then
+    what is measured per env step compares, what is measured in seconds does not."""
+    return differing_keys(rows) == ["machine"] and all(
+        r.protocol.get("budget_env_steps") and not r.protocol.get("budget_s") for r in rows
+    )
+
+
+def verdict(rows: Sequence[RunRow]) -> str:
+    """How far one race's rows compare (the summary's words)."""
+    differ = differing_keys(rows)
+    if not differ:
+        return "comparable"
+    if comparable_per_env_step_only(rows):
+        machines = sorted({f"{r.machine.description}, {r.machine.cores} cores" for r in rows})
+        return (
+            f"comparable per env step; its rows ran on {len(machines)} machines ({'; '.join(machines)}), so their "
+            "**wall times are not comparable**"
+        )
+    return f"**NOT comparable**: rows differ in {', '.join(differ)}"
 
 
 def time_to_target(row: RunRow) -> tuple[float, float] | None:
@@ -155,8 +180,6 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
         if figure:
             lines += [f"![{benchmark} {env}]({figure})", ""]
         for (race,), race_rows in group_by(bench_rows, "race").items():
-            differ = differing_keys(race_rows)
-            verdict = "comparable" if not differ else f"**NOT comparable**: rows differ in {', '.join(differ)}"
             first = race_rows[0]
             protocol = first.protocol
             budget = " or ".join(
@@ -171,7 +194,7 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                 f"Race `{race}` ({first.date[:10]}, {first.machine.cores} cores): budget {budget} per run, whichever "
                 f"comes first; evaluation "
                 f"every {protocol.get('eval_every_env_steps')} env steps, {protocol.get('eval_episodes')} "
-                f"episodes, deterministic actions; {verdict}."
+                f"episodes, deterministic actions; {verdict(race_rows)}."
             )
             shared = {k: first.settings[k] for k in first.shared_keys if k in first.settings}
             lines += ["", f"Shared settings: `{json.dumps(shared, sort_keys=True)}`", ""]
@@ -267,10 +290,14 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
     out = {}
     for (benchmark, env), group in group_by(rows, "benchmark", "env").items():
         path = os.path.join(figures_dir, f"{_slug(benchmark)}_{_slug(env)}.png")
-        bad = [race for (race,), rs in group_by(group, "race").items() if differing_keys(rs)]
+        races = group_by(group, "race").items()
+        bad = [race for (race,), rs in races if differing_keys(rs) and not comparable_per_env_step_only(rs)]
+        machines = [race for (race,), rs in races if comparable_per_env_step_only(rs)]
         title = f"{benchmark}, {env}: evaluation return, IQM over seeds with 95% stratified bootstrap CI"
         if bad:
             title += f"\nNOT comparable: race(s) {', '.join(bad)} (see RESULTS.md)"
+        if machines:
+            title += f"\nwall time NOT comparable (rows of several machines): race(s) {', '.join(machines)}"
         draw_figure(group, path, title)
         out[(benchmark, env)] = os.path.relpath(path, relative_to)
     return out

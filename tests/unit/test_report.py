@@ -77,6 +77,23 @@ def test_a_row_with_another_shared_setting_marks_the_race_not_comparable():
     assert "**NOT comparable**: rows differ in settings.model_config, protocol.eval_episodes" in table
 
 
+def test_rows_of_another_machine_compare_per_env_step_only_and_say_so():
+    """race --other-machine: a race with an env-step budget stays comparable per env step, and says
+    that its wall times are not; with a time budget, another machine makes it NOT comparable."""
+    rows = race_rows()
+    rows[4] = dataclasses.replace(rows[4], machine=Machine(cores=2, description="other cpu"))
+    assert report.differing_keys(rows) == ["machine"] and report.comparable_per_env_step_only(rows)
+    table = report.summary_table(rows, {})
+    assert "comparable per env step; its rows ran on 2 machines (cpu, 2 cores; other cpu, 2 cores)" in table
+    assert "**wall times are not comparable**" in table and "NOT comparable" not in table
+    assert "| P(row > column) | A | B |" in table
+    timed = [dataclasses.replace(r, protocol={**r.protocol, "budget_s": 60.0}) for r in rows]
+    assert not report.comparable_per_env_step_only(timed)
+    assert "**NOT comparable**: rows differ in machine" in report.summary_table(timed, {})
+    settings = [*rows[:3], dataclasses.replace(rows[3], settings={**rows[3].settings, "threads": 2}), rows[4]]
+    assert not report.comparable_per_env_step_only(settings)  # another machine and another setting
+
+
 def test_own_settings_and_declared_variables_are_not_checked():
     rows = race_rows()
     rows[0] = dataclasses.replace(rows[0], settings={**rows[0].settings, "lr": 0.5})  # own setting
