@@ -594,8 +594,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--other-machine",
         action="store_true",
         help="let --append/--resume join rows run on another machine (CPU model or core count): for a race "
-        "compared per env step only. Each row keeps its machine; the report then lists `machine` among the "
-        "keys the rows disagree on, and their wall times are not comparable",
+        "with an env-step budget alone. Each row keeps its machine; the report then calls the race comparable "
+        "per env step, and says its wall times are not",
     )
     p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
     return p
@@ -610,6 +610,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[
         parser.error("--append and --resume exclude each other (--resume also adds new runs)")
     if args.other_machine and not (args.append or args.resume):
         parser.error("--other-machine goes with --append or --resume (it lets them join another machine's rows)")
+    if args.other_machine and args.budget_s is not None:
+        parser.error(
+            "--other-machine needs an env-step budget alone: with --budget-s a run's work depends on the machine"
+        )
     for flag in ("budget_env_steps", "budget_s", "eval_every_env_steps", "eval_episodes", "threads", "stop_after_s"):
         value = getattr(args, flag)
         if value is not None and value <= 0:

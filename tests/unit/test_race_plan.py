@@ -390,6 +390,9 @@ def test_rows_of_another_machine_join_only_with_other_machine(tmp_path, capsys):
     with pytest.raises(SystemExit):  # it only joins rows: alone it means nothing
         race.parse_args([a for a in argv if a != "--resume"] + ["--other-machine"])
     assert "--other-machine goes with --append or --resume" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a time budget: how far a run gets depends on the machine
+        race.parse_args([*argv, "--other-machine", "--budget-s", "60"])
+    assert "--other-machine needs an env-step budget alone" in capsys.readouterr().err
 
 
 def test_resume_and_stop_after_s_arguments(tmp_path, capsys):
