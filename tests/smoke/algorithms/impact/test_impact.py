@@ -6,7 +6,9 @@ import os
 
 import numpy as np
 import pytest
+import ray
 import torch
+from ray.rllib.core import COMPONENT_RL_MODULE
 
 from rllib_ext import cli
 from rllib_ext.algorithms.impact.impact import IMPACT, IMPACTConfig
@@ -168,13 +170,25 @@ def test_driver_only_config_trains(ray_session, optimizer):
     """
     config = _config(optimizer=optimizer).env_runners(num_env_runners=0)
     algo = config.build_algo()
+    broadcast = []
+    send = algo._impact_broadcast
+
+    def record(rl_module_state, connector_states):
+        broadcast.append(rl_module_state)
+        send(rl_module_state, connector_states)
+
+    algo._impact_broadcast = record
     try:
         result = algo.train()
         assert result["learners"]["__all_modules__"]["num_learner_updates_lifetime"] > 0
-        # Broadcast reached the local env runner: its weights equal the learner's.
-        learner_w = algo.learner_group.get_weights()["default_policy"]
+        # The last broadcast reached the local env runner: its weights equal that snapshot. Not
+        # the learner's live weights: the learner thread may have updated them since (Figure 1c).
+        assert broadcast, "no weights were broadcast"
+        snapshot = broadcast[-1][COMPONENT_RL_MODULE]
+        snapshot = ray.get(snapshot) if isinstance(snapshot, ray.ObjectRef) else snapshot
         runner_w = algo.env_runner.module.get_state()
+        assert set(runner_w) == set(snapshot["default_policy"])
         for key, value in runner_w.items():
-            torch.testing.assert_close(torch.as_tensor(value), torch.as_tensor(learner_w[key]))
+            torch.testing.assert_close(torch.as_tensor(value), torch.as_tensor(snapshot["default_policy"][key]))
     finally:
         algo.stop()
