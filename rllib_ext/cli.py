@@ -276,6 +276,7 @@ def init_ray(address: str | None, num_cpus: int | None) -> None:
 
     import rllib_ext  # noqa: F401 - registers names (again, after init, via the post-init hook)
 
+    global _STARTED_RAY
     if ray.is_initialized():
         return
     if address:
@@ -283,8 +284,24 @@ def init_ray(address: str | None, num_cpus: int | None) -> None:
     else:
         # address="local": a new local instance even when RAY_ADDRESS points elsewhere.
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
+    _STARTED_RAY = True
     if _QUIET is not None:
         _QUIET.filter_log_handlers()
+
+
+def shutdown_ray() -> None:
+    """Disconnects the Ray that :func:`init_ray` started (never one it found running).
+
+    Called while the noise filters are still installed: Ray's driver prints the workers' last
+    deduplicated lines when it shuts down, which at interpreter exit would pass unfiltered.
+    """
+    global _STARTED_RAY
+    if _STARTED_RAY:
+        import ray
+
+        _STARTED_RAY = False
+        if ray.is_initialized():
+            ray.shutdown()
 
 
 def trial_resources(algo_cls, config) -> dict[str, float]:
@@ -754,6 +771,8 @@ def make_train_file_parser() -> argparse.ArgumentParser:
 # The noise filter of the running command (None with --verbose); init_ray re-applies it to the
 # log handlers ray.init adds.
 _QUIET = None
+# Whether this run's init_ray started (or connected) Ray: then main disconnects it before it exits.
+_STARTED_RAY = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -785,6 +804,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 0
     finally:
+        shutdown_ray()
         if _QUIET is not None:
             _QUIET.uninstall()
             if _QUIET.hidden:

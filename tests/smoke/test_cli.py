@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from rllib_ext import cli
+from rllib_ext.quiet import is_noise
 from tests.helpers import REPO
 
 PPO_SMALL = {"train_batch_size": 256, "minibatch_size": 64, "num_epochs": 1}
@@ -202,3 +203,6 @@ def test_train_against_a_two_node_cluster(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "iter    1" in proc.stdout
     assert trial_dirs(os.path.join(tmp_path, "cluster"))
+    # The workers' last lines, which Ray prints as it disconnects, pass the noise filter too.
+    noise = [line for line in (proc.stdout + proc.stderr).splitlines() if is_noise(line)]
+    assert noise == [], "\n".join(noise)

@@ -172,3 +172,22 @@ def test_output_piped_into_a_reader_that_stops_is_not_an_error():
         os.close(write_end)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr
+
+
+def test_the_cli_disconnects_only_a_ray_it_started(monkeypatch):
+    """main() shuts Ray down inside the noise filter's window, but never a Ray it found running
+    (a test session's, a notebook's)."""
+    import ray
+
+    calls = []
+    monkeypatch.setattr(ray, "shutdown", lambda: calls.append("shutdown"))
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append("init"))
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    cli.init_ray(None, 1)  # found running: reused
+    cli.shutdown_ray()
+    assert calls == []
+    monkeypatch.setattr(ray, "is_initialized", lambda: bool(calls))
+    cli.init_ray(None, 1)  # started here
+    cli.shutdown_ray()
+    cli.shutdown_ray()  # once only
+    assert calls == ["init", "shutdown"]
