@@ -80,20 +80,23 @@ def differing_keys(rows: Sequence[RunRow]) -> list[str]:
     return found
 
 
-def comparable_per_env_step_only(rows: Sequence[RunRow]) -> bool:
-    """Whether a race's rows differ in the machine alone and its budget is env steps alone: then
-    what is measured per env step compares, what is measured in seconds does not."""
-    return differing_keys(rows) == ["machine"] and all(
+def comparability(rows: Sequence[RunRow]) -> tuple[list[str], bool]:
+    """(:func:`differing_keys`, whether the race compares per env step only): the rows differ in
+    the machine alone and the budget is env steps alone, so what is measured per env step compares
+    and what is measured in seconds does not."""
+    differ = differing_keys(rows)
+    per_env_step_only = differ == ["machine"] and all(
         r.protocol.get("budget_env_steps") and not r.protocol.get("budget_s") for r in rows
     )
+    return differ, per_env_step_only
 
 
 def verdict(rows: Sequence[RunRow]) -> str:
     """How far one race's rows compare (the summary's words)."""
-    differ = differing_keys(rows)
+    differ, per_env_step_only = comparability(rows)
     if not differ:
         return "comparable"
-    if comparable_per_env_step_only(rows):
+    if per_env_step_only:
         machines = sorted({f"{r.machine.description}, {r.machine.cores} cores" for r in rows})
         return (
             f"comparable per env step; its rows ran on {len(machines)} machines ({'; '.join(machines)}), so their "
@@ -290,9 +293,13 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
     out = {}
     for (benchmark, env), group in group_by(rows, "benchmark", "env").items():
         path = os.path.join(figures_dir, f"{_slug(benchmark)}_{_slug(env)}.png")
-        races = group_by(group, "race").items()
-        bad = [race for (race,), rs in races if differing_keys(rs) and not comparable_per_env_step_only(rs)]
-        machines = [race for (race,), rs in races if comparable_per_env_step_only(rs)]
+        bad, machines = [], []
+        for (race,), rs in group_by(group, "race").items():
+            differ, per_env_step_only = comparability(rs)
+            if per_env_step_only:
+                machines.append(race)
+            elif differ:
+                bad.append(race)
         title = f"{benchmark}, {env}: evaluation return, IQM over seeds with 95% stratified bootstrap CI"
         if bad:
             title += f"\nNOT comparable: race(s) {', '.join(bad)} (see RESULTS.md)"

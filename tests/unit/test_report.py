@@ -82,16 +82,16 @@ def test_rows_of_another_machine_compare_per_env_step_only_and_say_so():
     that its wall times are not; with a time budget, another machine makes it NOT comparable."""
     rows = race_rows()
     rows[4] = dataclasses.replace(rows[4], machine=Machine(cores=2, description="other cpu"))
-    assert report.differing_keys(rows) == ["machine"] and report.comparable_per_env_step_only(rows)
+    assert report.comparability(rows) == (["machine"], True)
     table = report.summary_table(rows, {})
     assert "comparable per env step; its rows ran on 2 machines (cpu, 2 cores; other cpu, 2 cores)" in table
     assert "**wall times are not comparable**" in table and "NOT comparable" not in table
     assert "| P(row > column) | A | B |" in table
     timed = [dataclasses.replace(r, protocol={**r.protocol, "budget_s": 60.0}) for r in rows]
-    assert not report.comparable_per_env_step_only(timed)
+    assert report.comparability(timed) == (["machine"], False)
     assert "**NOT comparable**: rows differ in machine" in report.summary_table(timed, {})
     settings = [*rows[:3], dataclasses.replace(rows[3], settings={**rows[3].settings, "threads": 2}), rows[4]]
-    assert not report.comparable_per_env_step_only(settings)  # another machine and another setting
+    assert report.comparability(settings) == (["settings.threads", "machine"], False)  # and another setting
 
 
 def test_own_settings_and_declared_variables_are_not_checked():
