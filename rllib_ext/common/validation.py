@@ -3,11 +3,13 @@
 * :func:`check_finite_settings`: a NaN or ±inf anywhere in a numeric setting (``lr``,
   ``gamma``, ``optimizer_kwargs``, ``model_config``, schedules ...) is one clear error naming
   the setting; range checks such as ``x <= 0`` let NaN through, this does not.
-* :func:`env_spaces`: the observation and action spaces of ``config.env``, read from one env
-  built on the driver (:func:`make_single_env`, resolved as RLlib resolves it), so that an
-  algorithm can reject a space it cannot take (a Discrete action space given to a
-  continuous-control method, a Dict or image observation given to an MLP) at ``build_algo()``
-  and in ``rllib train``, instead of failing inside every env runner actor.
+* :func:`env_spaces`: the observation and action spaces of ``config.env`` for a single-agent
+  algorithm (a ``MultiAgentEnv`` or ``config.multi_agent(...)`` is one error saying that
+  multi-agent is not supported), read from one env built on the driver (:func:`make_single_env`,
+  resolved as RLlib resolves it), so that an algorithm can reject a space it cannot take (a
+  Discrete action space given to a continuous-control method, a Dict or image observation given
+  to an MLP) at ``build_algo()`` and in ``rllib train``, instead of failing inside every env
+  runner actor.
 * :func:`check_vector_spaces`: the common case, 1-d Box observations and the action kinds an
   algorithm supports.
 * :func:`module_spaces`: the spaces of each RLModule, for single-agent envs and for
@@ -15,6 +17,14 @@
   a ``MultiAgentEnv`` without policies, or policies on a single-agent env, is one clear error.
 * :func:`check_default_module_builds`: for algorithms on RLlib's default networks (IMPACT),
   RLlib's own catalog decides which spaces work; the module(s) are built once on the driver.
+* :func:`check_unused_settings`: a setting an algorithm never reads, changed from its default,
+  is one error saying what to use instead (a silently ignored setting is never accepted).
+* :func:`changed_model_config` and :func:`check_model_config_keys`: the ``model_config`` entries
+  a user gave that differ from RLlib's own defaults (``DefaultModelConfig``), and one error for
+  those the algorithm's network never reads (``use_lstm=True`` given to an MLP-only algorithm).
+* :func:`check_user_module`: a module class given with ``config.rl_module(rl_module_spec=...)``
+  must have the APIs the algorithm's Learner uses (``Learner.rl_module_required_apis()``, e.g.
+  IMPACT_EXT's target network), checked at ``validate()`` and not inside a learner thread.
 * :class:`KeepsMinusOneSettings`: a config mixin; without it ``build_algo()`` silently replaces
   a setting of -1 (σ = -1, N = -1) by its default instead of rejecting it.
 * :func:`algo_name`: the registered name (``IMPACT_EXT``) of a config's or algorithm's class,
@@ -23,13 +33,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.utils.annotations import override
@@ -97,7 +110,7 @@ _MINUS_ONE_DEFAULTS: dict[type, frozenset] = {}
 def _default_minus_one_settings(config_cls: type) -> frozenset:
     """Attributes that are -1 in a fresh ``config_cls()`` (RLlib's deprecated-setting sentinels)."""
     if config_cls not in _MINUS_ONE_DEFAULTS:
-        defaults = vars(config_cls())
+        defaults = vars(default_config(config_cls))
         _MINUS_ONE_DEFAULTS[config_cls] = frozenset(
             k for k, v in defaults.items() if _is_minus_one(v) or k in ("algo_class", "_is_frozen")
         )
@@ -106,6 +119,168 @@ def _default_minus_one_settings(config_cls: type) -> frozenset:
 
 def _is_minus_one(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == -1
+
+
+_DEFAULT_CONFIGS: dict[type, AlgorithmConfig] = {}
+
+
+def default_config(config_cls: type) -> AlgorithmConfig:
+    """A fresh ``config_cls()``, made once per class: the defaults settings are compared with (read only)."""
+    if config_cls not in _DEFAULT_CONFIGS:
+        _DEFAULT_CONFIGS[config_cls] = config_cls()
+    return _DEFAULT_CONFIGS[config_cls]
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """``a == b``, with lists and tuples of the same items equal."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return list(a) == list(b)
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - e.g. arrays: compared by identity
+        return a is b
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings an algorithm never reads.
+# ---------------------------------------------------------------------------------------------
+def check_unused_settings(config: AlgorithmConfig, unused: Mapping[str, str]) -> None:
+    """One error naming every setting of ``unused`` whose value is not the config class's default.
+
+    An algorithm that never reads a setting would otherwise run as if it had not been given
+    (RLlib's example scripts set ``num_epochs``, ``lr``, connectors ... whatever the algorithm).
+
+    Args:
+        config: The config being validated (errors go through its ``_value_error``).
+        unused: ``{setting: what to use instead}``, named as the user sets them: RLlib's private
+            attributes (``_env_to_module_connector``) by their public name
+            (``env_to_module_connector``). ``train_batch_size`` counts only where RLlib does not
+            derive ``train_batch_size_per_learner`` from it (that is set, or unused too).
+
+    The evaluation copy of a config (RLlib sets ``explore=False`` there) is not checked.
+    """
+    if config.in_evaluation:
+        return
+    defaults = default_config(type(config))
+    changed = []
+    for name, instead in unused.items():
+        if (
+            name == "train_batch_size"
+            and "train_batch_size_per_learner" not in unused
+            and config._train_batch_size_per_learner is None
+        ):
+            continue  # RLlib derives the per-learner batch from it
+        attr = name if name in vars(config) else f"_{name}"
+        value, default = getattr(config, attr, None), getattr(defaults, attr, None)
+        if not _equal(value, default):
+            changed.append(
+                f"`{name}` = {value!r} has no effect in {algo_name(config)} (default {default!r}): {instead}"
+            )
+    if changed:
+        config._value_error("; ".join(changed))
+
+
+#: Why RLlib's learner connectors do nothing in the replay-based learners (TD3_EXT, the ReF-ER
+#: family): their Learners store the sampled episodes' steps in their own replay, as sampled.
+REPLAY_LEARNER_CONNECTOR = (
+    "the Learner stores the sampled episodes' steps in its replay as they are and never runs RLlib's "
+    "learner pipeline (env-to-module connectors that write observations into the episodes, such as "
+    "MeanStdFilter, do apply)"
+)
+
+#: RLlib's own ``model_config`` defaults (``DefaultModelConfig``).
+RLLIB_MODEL_DEFAULTS: dict[str, Any] = dataclasses.asdict(DefaultModelConfig())
+
+
+def changed_model_config(config: AlgorithmConfig) -> dict[str, Any]:
+    """The ``model_config`` entries the user gave whose value is not RLlib's default.
+
+    ``config.rl_module(model_config=...)`` takes a dict or a ``DefaultModelConfig``; the latter,
+    passed to set one key (an activation, an initializer), carries every other key at RLlib's
+    default (``fcnet_hiddens=[256, 256]`` ...). Those are not choices of the user, so checks of
+    the network compare against RLlib's defaults, not against "was a model config given". Keys
+    RLlib does not know (a custom module's) always count; the algorithm's own auto-included keys
+    are not the user's and are left out.
+    """
+    given = config._model_config
+    if dataclasses.is_dataclass(given) and not isinstance(given, type):
+        given = dataclasses.asdict(given)
+    return {
+        key: value
+        for key, value in dict(given or {}).items()
+        if key not in RLLIB_MODEL_DEFAULTS or not _equal(value, RLLIB_MODEL_DEFAULTS[key])
+    }
+
+
+def check_model_config_keys(config: AlgorithmConfig, used: Collection[str], network: str) -> None:
+    """One error naming the changed ``model_config`` entries (:func:`changed_model_config`) that
+    the algorithm's network never reads, e.g. ``use_lstm=True`` for an MLP-only algorithm.
+
+    Args:
+        config: The config being validated.
+        used: The keys its default module reads.
+        network: What sets its network, for the message.
+
+    Not checked with a user module class (``rl_module_spec``), which may read any key.
+    """
+    if user_module_classes(config):
+        return
+    unread = {key: value for key, value in changed_model_config(config).items() if key not in used}
+    if unread:
+        listed = ", ".join(f"{key}={value!r}" for key, value in unread.items())
+        recurrent = " (recurrent networks are not supported)" if unread.get("use_lstm") else ""
+        config._value_error(f"{algo_name(config)} does not read model_config {listed}{recurrent}: {network}")
+
+
+def user_module_classes(config: AlgorithmConfig) -> dict[str, type]:
+    """``{module id: class}`` of the module classes given with ``config.rl_module(rl_module_spec=...)``
+    (an ``RLModuleSpec`` or a ``MultiRLModuleSpec``) other than the algorithm's default module class."""
+    spec = config._rl_module_spec
+    if spec is None:
+        return {}
+    specs = spec.rl_module_specs if isinstance(spec, MultiRLModuleSpec) else {DEFAULT_MODULE_ID: spec}
+    if not isinstance(specs, dict):  # one spec for every module
+        specs = {DEFAULT_MODULE_ID: specs}
+    default = config.get_default_rl_module_spec()
+    default_cls = getattr(default, "module_class", None)
+    return {
+        module_id: module_spec.module_class
+        for module_id, module_spec in specs.items()
+        if isinstance(getattr(module_spec, "module_class", None), type) and module_spec.module_class is not default_cls
+    }
+
+
+def check_user_module(config: AlgorithmConfig, *bases: type) -> None:
+    """A user module class must have what the algorithm uses, checked before any actor starts.
+
+    RLlib checks a module against ``Learner.rl_module_required_apis()`` only when the Learner
+    builds it (IMPACT_EXT's, inside its learner thread, then fails with "no attribute
+    'forward_target'" for a module without a target network); here each class of
+    :func:`user_module_classes` is checked against those APIs in ``validate()``.
+
+    Args:
+        config: The config being validated.
+        *bases: Classes the module must subclass as well: the default module of an algorithm
+            whose learner or env runners use its internals (the black-box policy, TD3's actor and
+            critics ...).
+    """
+    classes = user_module_classes(config)
+    if not classes:
+        return
+    required = [*config.learner_class.rl_module_required_apis(), *bases]
+    for module_id, module_cls in classes.items():
+        missing = [api for api in required if not issubclass(module_cls, api)]
+        if missing:
+            needs = "; ".join(
+                f"{api.__name__} ({', '.join(sorted(api.__abstractmethods__))})"
+                if getattr(api, "__abstractmethods__", None)
+                else f"a subclass of {api.__name__}"
+                for api in missing
+            )
+            config._value_error(
+                f"{algo_name(config)} cannot use module class {module_cls.__name__} of `rl_module_spec` (module "
+                f"{module_id!r}): its learner needs {needs}"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,27 +361,42 @@ def _driver_env(config: AlgorithmConfig) -> gym.Env | None:
 
 
 def env_spaces(config: AlgorithmConfig) -> tuple[gym.Space, gym.Space] | None:
-    """(observation space, action space) the algorithm will see, or None when there is nothing to check.
+    """(observation space, action space) a single-agent algorithm sees, or None when there is nothing to check.
 
-    Spaces set with ``config.environment(observation_space=..., action_space=...)`` win (as in
-    RLlib); otherwise one env is built on the driver and closed. None without an env, and for
-    the evaluation copy of a config (its env is the same; the check runs once per build).
+    A multi-agent setup (a ``MultiAgentEnv``, or policies named with ``config.multi_agent``) is
+    one error saying that multi-agent is not supported, before any space is looked at. Spaces set
+    with ``config.environment(observation_space=..., action_space=...)`` win (as in RLlib);
+    otherwise one env is built on the driver and closed. None without an env, and for the
+    evaluation copy of a config (its env is the same; the check runs once per build).
 
-    Raises (through ``config._value_error``) ValueError naming the env if it cannot be created.
+    Raises (through ``config._value_error``) ValueError naming the env if it cannot be created,
+    or saying that multi-agent is not supported.
     """
     if config.env is None or config.in_evaluation:
         return None
+    if config.is_multi_agent:
+        _not_multi_agent(config, f"the config names policies {sorted(config.policies)} (`config.multi_agent(...)`)")
+    if isinstance(config.env, type) and issubclass(config.env, MultiAgentEnv):
+        _not_multi_agent(config, f"env {config.env!r} is a MultiAgentEnv")
     obs_space, act_space = config.observation_space, config.action_space
     if obs_space is None or act_space is None:
         env = _driver_env(config)
         if env is None:
             return None
         try:
+            if isinstance(env.unwrapped, MultiAgentEnv):
+                _not_multi_agent(config, f"env {config.env!r} is a MultiAgentEnv")
             obs_space = obs_space or env.observation_space
             act_space = act_space or env.action_space
         finally:
             env.close()
     return obs_space, act_space
+
+
+def _not_multi_agent(config: AlgorithmConfig, why: str) -> None:
+    config._value_error(
+        f"{algo_name(config)} does not support multi-agent training ({why}): give it a single-agent env"
+    )
 
 
 def is_vector_box(space: gym.Space) -> bool:

@@ -14,7 +14,6 @@ import numpy as np
 import torch
 
 from rllib_ext import registry
-from rllib_ext.common.erl.config import UNUSED_BLACKBOX_SETTINGS, ERLConfig
 
 VAR_ENV = "rllib_ext/VariableLength-v0"
 FAULTY_ENV = "rllib_ext/Faulty-v0"
@@ -80,7 +79,7 @@ def _validates(name: str, env_config: dict[str, Any]) -> bool:
 def small_config(name: str, env: str = VAR_ENV, env_config=None, num_env_runners: int = 1, seed: int = 0):
     """A tiny, seeded config of algorithm ``name``: one short update per ``train()`` call."""
     config = config_class(name)()
-    unused = UNUSED_BLACKBOX_SETTINGS if isinstance(config, ERLConfig) else ()  # ERL refuses them
+    unused = getattr(config, "unused_settings", {})  # settings a config refuses (it would not read them)
     training = {k: v for k, v in {**SMALL_SETTINGS, **ENV_SETTINGS}.items() if hasattr(config, k) and k not in unused}
     config.training(**training)
     config.rl_module(model_config=SMALL_MODEL)

@@ -27,7 +27,7 @@ from tests.reliability.helpers import (
 )
 
 # (kind, setting, bad values): a row applies to every algorithm whose config has the setting
-# (the black-box family ignores RLlib's train batch size: its batch is episodes_per_batch).
+# (the black-box family refuses RLlib's train batch size: its batch is episodes_per_batch).
 SETTING_ROWS = [
     ("sigma", "noise_stdev", [0.0, -0.1]),
     ("sigma", "exploration_sigma", [0.0, -0.1]),
@@ -83,8 +83,6 @@ def setting_cases():
         config = config_class(name)()
         for kind, setting, values in SETTING_ROWS:
             if not hasattr(config, setting):
-                continue
-            if setting == "train_batch_size_per_learner" and hasattr(config, "episodes_per_batch"):
                 continue
             if kind == "name" and not isinstance(getattr(config, setting), str):
                 continue  # RLlib's old-stack `optimizer` dict: the algorithm has no optimizer choice
@@ -197,6 +195,110 @@ def test_observation_space_it_cannot_take_is_rejected(name, env_cls):
     config = for_variable_length_env(name, continuous).environment(env_cls, env_config={"continuous": continuous})
     message = error_of(config)
     assert "observation space" in message or "obs space" in message, message
+
+
+# ------------------------------------------------------------------------------------------
+# RLlib settings an algorithm does not read: refused by name, never silently ignored (issue 39
+# §5, found by running RLlib's example scripts with --algo NAME); honoured elsewhere.
+# ------------------------------------------------------------------------------------------
+def _mean_std_filter(env=None, spaces=None, device=None):
+    from ray.rllib.connectors.env_to_module.mean_std_filter import MeanStdFilter
+
+    return MeanStdFilter(multi_agent=False)  # connectors/mean_std_filtering.py's
+
+
+def _learner_connector(input_observation_space=None, input_action_space=None):
+    from ray.rllib.connectors.learner.add_one_ts_to_episodes_and_truncate import AddOneTsToEpisodesAndTruncate
+
+    return AddOneTsToEpisodesAndTruncate()
+
+
+BLACKBOX = {"ES_EXT", "DFD_EXT", "CVES_EXT", "ARS_EXT"}
+ERL = {"AESRL_EXT", "CEMRL_EXT"}
+REPLAY = {"TD3_EXT", "VRACER_EXT", "DDPG_EXT", "NAF_EXT"}
+# (id, how to set it, name in the message, algorithms that refuse it): every other known
+# algorithm reads the setting and must validate with it.
+UNREAD_SETTING_ROWS = [
+    (
+        "env_to_module",
+        ("env_runners", {"env_to_module_connector": _mean_std_filter}),
+        "env_to_module_connector",
+        BLACKBOX | ERL,
+    ),
+    (
+        "module_to_env",
+        ("env_runners", {"module_to_env_connector": _mean_std_filter}),
+        "module_to_env_connector",
+        BLACKBOX | ERL,
+    ),
+    (
+        "learner_connector",
+        ("training", {"learner_connector": _learner_connector}),
+        "learner_connector",
+        BLACKBOX | ERL | REPLAY,
+    ),
+    ("use_lstm", ("rl_module", {"model_config": {"use_lstm": True}}), "use_lstm", BLACKBOX | ERL | REPLAY),
+    ("num_envs", ("env_runners", {"num_envs_per_env_runner": 2}), "num_envs_per_env_runner", BLACKBOX | ERL),
+    ("explore", ("env_runners", {"explore": False}), "explore", BLACKBOX | ERL),
+    ("gamma", ("training", {"gamma": 0.98}), "gamma", {"ES_EXT", "DFD_EXT", "ARS_EXT"}),
+    ("lr", ("training", {"lr": 0.1}), "lr", {"TD3_EXT", "DDPG_EXT"} | ERL),
+    ("grad_clip", ("training", {"grad_clip": 1.0}), "grad_clip", BLACKBOX | ERL | {"TD3_EXT"}),
+    ("batch", ("training", {"train_batch_size_per_learner": 100}), "train_batch_size_per_learner", BLACKBOX | ERL),
+    ("num_epochs", ("training", {"num_epochs": 2}), "num_epochs", set(EXPECTED_ACTIONS)),
+    ("minibatch_size", ("training", {"minibatch_size": 16}), "minibatch_size", set(EXPECTED_ACTIONS)),
+]
+
+
+@pytest.mark.parametrize("row", UNREAD_SETTING_ROWS, ids=[r[0] for r in UNREAD_SETTING_ROWS])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_setting_is_honoured_or_refused_by_name(name, row):
+    _, (method, kwargs), setting, refusing = row
+    config = base_config(name)
+    getattr(config, method)(**kwargs)
+    if name in refusing:
+        message = error_of(config)
+        assert setting in message and ("has no effect" in message or "does not read" in message), message
+        if setting == "env_to_module_connector":  # the family's own filter is the same idea
+            assert "observation_filter" in message, message
+    elif name in EXPECTED_ACTIONS:
+        config.validate()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_settings_at_their_defaults_are_never_refused(name):
+    """RLlib's defaults, given explicitly, are accepted (a DefaultModelConfig carries all of its own)."""
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    config = base_config(name)
+    config.env_runners(explore=True, num_envs_per_env_runner=1).rl_module(model_config=DefaultModelConfig())
+    config.training(num_epochs=config.num_epochs, grad_clip=config.grad_clip, lr=config.lr, gamma=config.gamma)
+    config.validate()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_user_module_without_what_the_learner_uses_is_refused(name):
+    """RLlib's custom LSTM module (examples/rl_modules/classes) has no target network, and is not
+    the black-box policy, TD3's or ReF-ER's networks: refused at validate(), not in a learner."""
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.lstm_containing_rlm import LSTMContainingRLModule
+
+    config = base_config(name).rl_module(rl_module_spec=RLModuleSpec(module_class=LSTMContainingRLModule))
+    message = error_of(config)
+    assert "LSTMContainingRLModule" in message and "rl_module_spec" in message, message
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_multi_agent_env_is_named_as_such(name):
+    """Not "needs a 1-d Box observation space; env has None": multi-agent is what is not supported."""
+    from ray.rllib.examples.envs.classes.multi_agent import MultiAgentPendulum
+
+    config = base_config(name).environment(MultiAgentPendulum, env_config={"num_agents": 2})
+    message = error_of(config)
+    assert "MultiAgentEnv" in message and "observation space" not in message, message
+    if name != "IMPACT_EXT":  # IMPACT_EXT trains several policies (it asks for them)
+        assert f"{name} does not support multi-agent" in message, message
+        policies = base_config(name).multi_agent(policies={"p0", "p1"}, policy_mapping_fn=lambda aid, *a, **k: "p0")
+        assert f"{name} does not support multi-agent" in error_of(policies)
 
 
 def test_env_that_cannot_be_created_is_named():

@@ -74,6 +74,9 @@ class CVESConfig(BlackBoxConfig):
         >>> config = CVESConfig().environment("Pendulum-v1").training(eta_lr=1e-4)
     """
 
+    # The black-box family's, except `gamma`: γ discounts the policy-gradient control variate.
+    unused_settings = {k: v for k, v in BlackBoxConfig.unused_settings.items() if k != "gamma"}
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or CVES)
         self.noise_stdev = 0.02

@@ -35,6 +35,9 @@ class DDPGConfig(ReFERQConfig):
     network's η(t), since β weighs the policy gradient (Algorithm 4).
     """
 
+    unused_settings = {**ReFERQConfig.unused_settings, "lr": "DDPG's learning rates are `actor_lr` and `critic_lr`"}
+    model_config_keys = (*ReFERQConfig.model_config_keys, "ou_noise", "ou_theta", "ou_sigma")
+
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or DDPG)

@@ -87,6 +87,8 @@ from rllib_ext.common.validation import (
     check_default_module_builds,
     check_finite_settings,
     check_optimizer,
+    check_unused_settings,
+    check_user_module,
     module_spaces,
 )
 
@@ -177,7 +179,10 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
 
     Inherited settings IMPACT_EXT does not read (:data:`IGNORED_SETTINGS`: ``num_epochs``,
     ``minibatch_size``, ``vtrace_clip_pg_rho_threshold``, ...) are rejected by
-    :meth:`validate` when set to anything but their default.
+    :meth:`validate` when set to anything but their default. A user module class
+    (``rl_module_spec``) must implement ``TargetNetworkAPI`` and ``ValueFunctionAPI``; RLlib's
+    connectors, ``use_lstm`` and the other ``model_config`` keys go to RLlib's own pipelines and
+    default module.
 
     Example:
         >>> from rllib_ext import IMPACTConfig
@@ -388,7 +393,10 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                     f"`{name}` ({label}, V-trace GAE-lambda truncation, paper 004 §3.1) must be a "
                     f"number > 0, got {value!r}"
                 )
-        self._check_ignored_settings()
+        check_unused_settings(self, IGNORED_SETTINGS)
+        # A user module (`rl_module_spec`) needs the target network and value function the loss
+        # uses: checked here, not when the learner thread first calls `forward_target`.
+        check_user_module(self)
         if not isinstance(self.standardize_advantages, bool):
             self._value_error(f"`standardize_advantages` must be True or False, got {self.standardize_advantages!r}")
         check_optimizer(self)
@@ -416,16 +424,6 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         # MultiDiscrete actions; vector or (some) image observations. Per module for several
         # policies (a MultiAgentEnv mapped by `policy_mapping_fn`).
         check_default_module_builds(self, module_spaces(self))
-
-    def _check_ignored_settings(self) -> None:
-        """One error naming the first inherited setting IMPACT_EXT ignores that is not at its default."""
-        defaults = IMPACTConfig()
-        for name, instead in IGNORED_SETTINGS.items():
-            if name == "train_batch_size" and self._train_batch_size_per_learner is None:
-                continue  # RLlib then derives M from it
-            value, default = getattr(self, name, None), getattr(defaults, name, None)
-            if value != default:
-                self._value_error(f"`{name}` = {value!r} has no effect in IMPACT_EXT (default {default!r}): {instead}")
 
     @override(APPOConfig)
     def get_default_learner_class(self):

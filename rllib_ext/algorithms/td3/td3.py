@@ -61,21 +61,35 @@ from rllib_ext.common.td3 import PAPER_HIDDENS
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CONTINUOUS,
+    REPLAY_LEARNER_CONNECTOR,
     algo_name,
     check_finite_settings,
+    check_model_config_keys,
     check_optimizer,
+    check_unused_settings,
+    check_user_module,
     check_vector_spaces,
     env_spaces,
     is_integer,
     is_number,
 )
 
+#: RLlib settings TD3_EXT never reads, with what to use instead (validate() refuses a changed value).
+UNUSED_SETTINGS: dict[str, str] = {
+    "lr": "TD3's learning rates are `actor_lr` and `critic_lr`",
+    "grad_clip": "TD3's updates are not clipped",
+    "learner_connector": REPLAY_LEARNER_CONNECTOR,
+    "num_epochs": "`updates_per_env_step` TD3 iterations per env step, each on one minibatch",
+    "minibatch_size": "the minibatch size is `train_batch_size_per_learner`",
+    "train_batch_size": "the minibatch size is `train_batch_size_per_learner`",
+}
+
 
 class TD3Config(AlgorithmConfig):
     """TD3_EXT's configuration. Defaults: TD3 (Fujimoto et al. 2018) and paper 001 App. A/C.
 
     TD3 settings (set through :meth:`training`):
-        actor_lr: Adam learning rate of the actor; 1e-3 (``lr`` is not used).
+        actor_lr: Adam learning rate of the actor; 1e-3 (``lr`` is not used: validate() refuses it).
         critic_lr: Adam learning rate of the twin critics; 1e-3.
         tau: τ of the soft target updates θ' ← τθ + (1 − τ)θ'; 0.005.
         policy_noise: σ of the target policy smoothing noise, in action half-ranges; 0.2.
@@ -106,6 +120,11 @@ class TD3Config(AlgorithmConfig):
     C / CEM-RL; TD3's later code uses 256), ``rollout_fragment_length`` 20 (env steps per
     runner per ``training_step``), ``num_env_runners`` 0 (the local runner samples),
     ``normalize_actions``/``clip_actions`` off (the actor maps onto the bounds itself).
+
+    RLlib settings TD3_EXT does not read (:data:`UNUSED_SETTINGS`: ``lr``, ``grad_clip``, a
+    learner connector, ``num_epochs`` ...) and ``model_config`` keys other than ``fcnet_hiddens``
+    (``use_lstm``, ``fcnet_activation`` ...) are refused by :meth:`validate` when set to anything
+    but their default; a user module class must subclass ``TD3TorchRLModule``.
     """
 
     def __init__(self, algo_class=None):
@@ -197,6 +216,13 @@ class TD3Config(AlgorithmConfig):
         super().validate()
         check_finite_settings(self)
         check_optimizer(self)
+        check_unused_settings(self, UNUSED_SETTINGS)
+        check_user_module(self, self.get_default_rl_module_spec().module_class)  # the learner reads its networks
+        check_model_config_keys(
+            self,
+            ("fcnet_hiddens", "action_noise"),
+            "the actor and critics are App. A's MLPs (tanh actor, leaky-ReLU critics) sized by `fcnet_hiddens`",
+        )
         for name in ("actor_lr", "critic_lr", "updates_per_env_step"):
             if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
                 self._value_error(f"`{name}` must be > 0, got {getattr(self, name)!r}")

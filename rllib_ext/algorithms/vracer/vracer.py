@@ -33,6 +33,8 @@ class VRACERConfig(ReFERConfig):
     settings. Network: ``model_config`` keys ``fcnet_hiddens`` ([128, 128]) and ``init_sigma``
     (σ of the initial policy, √0.2 ≈ 0.447: the paper's Σ = 0.2 I is a covariance)."""
 
+    model_config_keys = (*ReFERConfig.model_config_keys, "init_sigma")
+
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or VRACER)

@@ -19,11 +19,48 @@ from rllib_ext.common.validation import (
     CONTINUOUS,
     DISCRETE,
     KeepsMinusOneSettings,
+    changed_model_config,
     check_finite_settings,
+    check_model_config_keys,
     check_optimizer,
+    check_unused_settings,
+    check_user_module,
     check_vector_spaces,
     env_spaces,
 )
+
+#: RLlib settings the black-box algorithms never read (their runners play whole episodes in a
+#: plain loop, without RLlib's connector pipelines; their update is an optimizer step along an
+#: estimate made from episode returns), with what to use instead: validate() refuses a value
+#: other than the default rather than run as if it had not been given.
+UNUSED_RLLIB_SETTINGS: dict[str, str] = {
+    "env_to_module_connector": (
+        "the black-box runners act in a plain episode loop without RLlib's connector pipelines; to "
+        "standardize observations (as RLlib's MeanStdFilter does) set `observation_filter=True` (with `obs_clip`)"
+    ),
+    "module_to_env_connector": (
+        "the black-box runners act in a plain episode loop without RLlib's connector pipelines; the policy "
+        "head (`policy_head`) maps its output onto the action space"
+    ),
+    "learner_connector": (
+        "the update is an optimizer step along an estimate made from episode returns; no train batch "
+        "passes through a learner pipeline"
+    ),
+    "num_envs_per_env_runner": (
+        "each runner steps one env; keep runners busy with `jobs_in_flight_per_env_runner` and "
+        "`perturbations_per_call`, or add runners (`num_env_runners`)"
+    ),
+    "explore": "perturbations act with `explore_perturbations` (sampling from a stochastic `policy_head`)",
+    "gamma": "the algorithm maximizes undiscounted episode returns",
+    "train_batch_size_per_learner": "a batch is `episodes_per_batch` (N) episodes",
+    "train_batch_size": "a batch is `episodes_per_batch` (N) episodes",
+    "num_epochs": "each batch of returns makes one optimizer step",
+    "minibatch_size": "each batch of returns makes one optimizer step",
+    "grad_clip": "the optimizer steps along the gradient estimate unclipped (`l2_coeff` adds weight decay)",
+}
+
+#: RLlib ``model_config`` keys the black-box family reads (they must equal its own settings).
+MODEL_CONFIG_KEYS = ("fcnet_hiddens", "fcnet_activation")
 
 
 class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
@@ -168,6 +205,8 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     def validate(self) -> None:
         super().validate()
         check_optimizer(self)
+        check_unused_settings(self, self.unused_settings)
+        check_user_module(self, BlackBoxRLModule)
         self._check_model_config()
         if not (
             isinstance(self.noise_stdev, (int, float)) and self.noise_stdev > 0 and math.isfinite(self.noise_stdev)
@@ -242,6 +281,10 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     #: Action-space kinds the family takes (ERL's TD3 part narrows it to continuous).
     supported_actions = (DISCRETE, CONTINUOUS)
 
+    #: RLlib settings this algorithm never reads, with what to use instead (validate() refuses a
+    #: value other than the default): :data:`UNUSED_RLLIB_SETTINGS` less those a subclass reads.
+    unused_settings: dict[str, str] = UNUSED_RLLIB_SETTINGS
+
     #: Whether the env runners train on a GPU given by ``num_gpus_per_env_runner`` (ERL's RL
     #: individuals do); otherwise asking for runner GPUs is an error, not a reservation left idle.
     runners_use_gpus = False
@@ -266,8 +309,16 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
     def _check_model_config(self) -> None:
         """RLlib's ``model_config`` network keys are not this family's: its network is ``policy_hiddens``
         and ``policy_activation``. Equal values pass (a race may set one network for RLlib's algorithms
-        and these); a different one would be silently ignored, so it is an error naming both."""
-        mc = dict(self.model_config or {})
+        and these); a different one would be silently ignored, so it is an error naming both. Values
+        at RLlib's defaults (a ``DefaultModelConfig`` given to set another key carries them) are not
+        settings (:func:`~rllib_ext.common.validation.changed_model_config`); any other key
+        (``use_lstm``, initializers ...) is not read and is an error."""
+        check_model_config_keys(
+            self,
+            MODEL_CONFIG_KEYS,
+            "the policy is a feed-forward MLP set by `policy_hiddens`, `policy_activation` and `policy_head`",
+        )
+        mc = changed_model_config(self)
         if "fcnet_hiddens" in mc:
             for name in self.network_settings:
                 if list(mc["fcnet_hiddens"]) != list(getattr(self, name)):

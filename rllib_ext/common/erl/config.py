@@ -32,7 +32,7 @@ TD3_KEYS = (
 
 #: BlackBoxConfig's ES settings that the ERL algorithms never read (their individuals are whole
 #: seeded samples of N(μ, σ²) evaluated for one episode; TD3 uses ``actor_lr``/``critic_lr``).
-#: validate() refuses a changed value: it would silently do nothing.
+#: validate() refuses a changed value (``ERLConfig.unused_settings``): it would silently do nothing.
 UNUSED_BLACKBOX_SETTINGS = (
     "noise_stdev",
     "episodes_per_batch",
@@ -48,6 +48,23 @@ UNUSED_BLACKBOX_SETTINGS = (
     "episodes_per_job",
     "perturbations_per_call",
 )
+
+
+#: Why each of :data:`UNUSED_BLACKBOX_SETTINGS` does nothing here.
+_UNUSED_BLACKBOX_REASON = (
+    "a black-box ES setting the ERL algorithms do not use (an individual is one seeded sample of N(μ, σ²) "
+    "evaluated for one episode; TD3's learning rates are `actor_lr` and `critic_lr`)"
+)
+
+#: RLlib settings whose meaning here is TD3's (the black-box family's reasons otherwise apply).
+_UNUSED_TD3_SETTINGS = {
+    "explore": "every fitness evaluation acts with `action_noise` (Gaussian, in action half-ranges)",
+    "train_batch_size_per_learner": "TD3's minibatch is `rl_batch_size`",
+    "train_batch_size": "TD3's minibatch is `rl_batch_size`",
+    "num_epochs": "the RL individuals take `rl_actor_steps` TD3 steps, each on `rl_batch_size` transitions",
+    "minibatch_size": "TD3's minibatch is `rl_batch_size`",
+    "grad_clip": "the TD3 steps of the critic and of the RL individuals are not clipped",
+}
 
 
 class ERLConfig(BlackBoxConfig):
@@ -101,6 +118,14 @@ class ERLConfig(BlackBoxConfig):
     optimizer_steps_theta = False  # ``optimizer`` is the TD3 networks'; μ, σ² follow the ES rules
 
     runners_use_gpus = True  # RL individuals' actor steps (``num_gpus_per_env_runner``)
+
+    # The black-box family's, except `gamma` (TD3's discount), with TD3's meaning of the batch and
+    # exploration settings, and the ES settings this family does not use.
+    unused_settings = {
+        **{k: v for k, v in BlackBoxConfig.unused_settings.items() if k != "gamma"},
+        **_UNUSED_TD3_SETTINGS,
+        **dict.fromkeys(UNUSED_BLACKBOX_SETTINGS, _UNUSED_BLACKBOX_REASON),
+    }
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
@@ -224,15 +249,6 @@ class ERLConfig(BlackBoxConfig):
             self._value_error(
                 "observation_filter must be False for the ERL algorithms: the critic and the RL individuals "
                 "learn from raw replay observations (paper 001 uses no observation normalization)"
-            )
-        defaults = type(self)(algo_class=self.algo_class)
-        changed = [
-            f"{k}={getattr(self, k)!r}" for k in UNUSED_BLACKBOX_SETTINGS if getattr(self, k) != getattr(defaults, k)
-        ]
-        if changed:
-            self._value_error(
-                f"{', '.join(changed)}: black-box ES setting(s) the ERL algorithms (AESRL_EXT, CEMRL_EXT) do not "
-                "use; leave them unset (TD3's learning rates are actor_lr and critic_lr)"
             )
         if self.common_random_numbers:
             # Individuals are single seeded samples of N(μ, σ²), not rows of a perturbation batch:

@@ -18,10 +18,14 @@ from rllib_ext.common.refer.rules import REPLAY_MODES
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CONTINUOUS,
+    REPLAY_LEARNER_CONNECTOR,
     KeepsMinusOneSettings,
     algo_name,
     check_finite_settings,
+    check_model_config_keys,
     check_optimizer,
+    check_unused_settings,
+    check_user_module,
     check_vector_spaces,
     env_spaces,
     is_integer,
@@ -79,7 +83,23 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
     RLlib settings with the paper's values: ``gamma`` 0.995, ``train_batch_size_per_learner``
     (B) 256, ``lr`` (η) 1e-4; ``rollout_fragment_length`` (env steps per runner and
     ``training_step``) 20.
+
+    RLlib settings these learners do not read (:attr:`unused_settings`: a learner connector,
+    ``num_epochs``, ``minibatch_size`` ...) and ``model_config`` keys their networks do not read
+    (:attr:`model_config_keys`; ``use_lstm`` ...) are refused by :meth:`validate` when set to
+    anything but their default; a user module class must subclass the algorithm's own.
     """
+
+    #: RLlib settings never read, with what to use instead (validate() refuses a changed value).
+    unused_settings: dict[str, str] = {
+        "learner_connector": REPLAY_LEARNER_CONNECTOR,
+        "num_epochs": "one gradient step per `steps_per_update` (F) env steps, each on one minibatch",
+        "minibatch_size": "the minibatch size is `train_batch_size_per_learner` (B)",
+        "train_batch_size": "the minibatch size is `train_batch_size_per_learner` (B)",
+    }
+
+    #: The ``model_config`` keys the networks read (App. A's MLP; ``head_fcnet_hiddens`` must stay empty).
+    model_config_keys: tuple[str, ...] = ("fcnet_hiddens", "fcnet_activation", "head_fcnet_hiddens")
 
     def __init__(self, algo_class=None):
         """Paper 003 defaults (App. A)."""
@@ -151,6 +171,11 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
     def validate(self) -> None:
         """One clear error per bad setting, before any actor starts."""
         super().validate()
+        check_unused_settings(self, self.unused_settings)
+        check_user_module(self, self.get_default_rl_module_spec().module_class)  # the learner reads its networks
+        check_model_config_keys(
+            self, self.model_config_keys, "the networks are App. A's MLPs set by `fcnet_hiddens` and `fcnet_activation`"
+        )
         if self.replay_mode not in REPLAY_MODES:
             self._value_error(f"`replay_mode` must be one of {', '.join(REPLAY_MODES)}, got {self.replay_mode!r}")
         if not is_number(self.refer_C) or self.refer_C <= 0:
@@ -218,6 +243,8 @@ class ReFERQConfig(ReFERConfig):
     ``exploration_sigma`` (σ of the exploration noise π^w = m^w + N(0, σ²I), 0.2; it is also the
     σ of π and μ in ρ and D_KL, §2).
     """
+
+    model_config_keys = (*ReFERConfig.model_config_keys, "exploration_sigma")
 
     def __init__(self, algo_class=None):
         """App. A defaults."""

@@ -143,3 +143,82 @@ def test_default_modules_of_several_policies_are_built_and_a_module_that_cannot_
     spaces["p1"] = (gym.spaces.Text(5), gym.spaces.Discrete(2))
     with pytest.raises(ValueError, match=r"PPO cannot take env .* \(module 'p1': observation space Text"):
         v.check_default_module_builds(config, spaces)
+
+
+def test_unused_settings_are_refused_off_the_config_classes_defaults_naming_each_and_what_instead():
+    unused = {"gamma": "use X", "env_to_module_connector": "use Y", "train_batch_size": "use Z"}
+    v.check_unused_settings(PPOConfig(), unused)  # every setting at its default
+    v.check_unused_settings(PPOConfig().training(gamma=0.99), unused)  # a default, given: accepted
+    config = PPOConfig().training(gamma=0.9).env_runners(env_to_module_connector=len)
+    with pytest.raises(ValueError) as info:
+        v.check_unused_settings(config, unused)
+    assert str(info.value).splitlines()[0] == (
+        "`gamma` = 0.9 has no effect in PPO (default 0.99): use X; `env_to_module_connector` = <built-in function "
+        "len> has no effect in PPO (default None): use Y"
+    )
+    # RLlib derives train_batch_size_per_learner from train_batch_size when it is None: read then.
+    v.check_unused_settings(PPOConfig().training(train_batch_size=64, train_batch_size_per_learner=None), unused)
+    with pytest.raises(ValueError, match="`train_batch_size` = 64 has no effect"):
+        v.check_unused_settings(PPOConfig().training(train_batch_size=64, train_batch_size_per_learner=32), unused)
+    with pytest.raises(ValueError, match="`train_batch_size` = 64 has no effect"):  # both unread
+        v.check_unused_settings(
+            PPOConfig().training(train_batch_size=64), {**unused, "train_batch_size_per_learner": ""}
+        )
+
+
+def test_changed_model_config_compares_with_rllibs_defaults_not_with_was_one_given():
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+
+    assert v.changed_model_config(PPOConfig()) == {}
+    given = DefaultModelConfig(fcnet_activation="relu", fcnet_kernel_initializer="orthogonal_")
+    config = PPOConfig().rl_module(model_config=given)
+    assert v.changed_model_config(config) == {"fcnet_activation": "relu", "fcnet_kernel_initializer": "orthogonal_"}
+    config = PPOConfig().rl_module(model_config={"fcnet_hiddens": (256, 256), "use_lstm": False, "own_key": 1})
+    assert v.changed_model_config(config) == {"own_key": 1}  # RLlib's defaults (a tuple too) are not settings
+    v.check_model_config_keys(config, ("own_key",), "an MLP")
+    with pytest.raises(ValueError, match=r"PPO does not read model_config own_key=1: an MLP"):
+        v.check_model_config_keys(config, (), "an MLP")
+
+
+def test_a_user_module_class_must_have_the_learners_required_apis():
+    """IMPACT_EXT's learner declares TargetNetworkAPI and ValueFunctionAPI (RLlib checks them
+    only when the learner builds the module); the default module class is not a user's."""
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.lstm_containing_rlm import LSTMContainingRLModule
+
+    config = IMPACTConfig().environment("CartPole-v1")
+    assert v.user_module_classes(config) == {}
+    default = config.get_default_rl_module_spec().module_class
+    config.rl_module(rl_module_spec=RLModuleSpec(module_class=default))
+    assert v.user_module_classes(config) == {}
+    v.check_user_module(config)
+    config.rl_module(
+        rl_module_spec=MultiRLModuleSpec(rl_module_specs={"p0": RLModuleSpec(module_class=LSTMContainingRLModule)})
+    )
+    assert v.user_module_classes(config) == {"p0": LSTMContainingRLModule}
+    with pytest.raises(ValueError, match=r"module class LSTMContainingRLModule of `rl_module_spec` \(module 'p0'\)"):
+        v.check_user_module(config)
+
+    class OtherBase:
+        """A base the caller names (the black-box policy, TD3's networks ...)."""
+
+    ppo = PPOConfig().rl_module(rl_module_spec=RLModuleSpec(module_class=LSTMContainingRLModule))
+    v.check_user_module(ppo)  # PPO's learner needs a value function only: it has one
+    with pytest.raises(ValueError, match=r"needs a subclass of OtherBase"):
+        v.check_user_module(ppo, OtherBase)
+
+
+def test_env_spaces_say_that_multi_agent_is_not_supported():
+    """Before: "needs a 1-d Box observation space; env ... has None" (a MultiAgentEnv has no single space)."""
+    from ray.tune.registry import register_env
+
+    for env in (MultiAgentPendulum, "rllib_ext_test/MultiAgentPendulum"):
+        register_env("rllib_ext_test/MultiAgentPendulum", lambda cfg: MultiAgentPendulum(cfg))
+        config = PPOConfig().environment(env, env_config={"num_agents": 2})
+        with pytest.raises(
+            ValueError, match=r"PPO does not support multi-agent training \(env .* is a MultiAgentEnv\)"
+        ):
+            v.env_spaces(config)
+    with pytest.raises(ValueError, match=r"names policies \['p0', 'p1'\]"):
+        v.env_spaces(_policies(PPOConfig(), "CartPole-v1"))

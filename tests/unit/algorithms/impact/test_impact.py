@@ -121,6 +121,25 @@ def test_train_batch_size_is_accepted_when_it_is_m():
     assert config.train_batch_size_per_learner == 200
 
 
+def test_a_user_module_without_a_target_network_is_refused_at_validate():
+    """RLlib's custom LSTM module (examples/rl_modules/classes) has a value function but no target
+    network: refused by validate(), not inside the learner thread ("no attribute 'forward_target'")."""
+    from ray.rllib.algorithms.appo.torch.default_appo_torch_rl_module import DefaultAPPOTorchRLModule
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from ray.rllib.examples.rl_modules.classes.lstm_containing_rlm import LSTMContainingRLModule
+
+    config = IMPACTConfig().environment("CartPole-v1")
+    config.rl_module(rl_module_spec=RLModuleSpec(module_class=LSTMContainingRLModule))
+    with pytest.raises(ValueError, match=r"LSTMContainingRLModule .*TargetNetworkAPI \(forward_target"):
+        config.validate()
+
+    class OwnAPPOModule(DefaultAPPOTorchRLModule):
+        pass
+
+    config.rl_module(rl_module_spec=RLModuleSpec(module_class=OwnAPPOModule))
+    config.validate()  # has both APIs: accepted
+
+
 def test_every_registered_optimizer_name_validates_and_others_fail():
     from rllib_ext.optim import OPTIMIZERS
 

@@ -53,3 +53,12 @@ def test_validate_rejects_discrete_and_normalized_actions():
     with pytest.raises(ValueError, match="normalize_actions"):
         TD3Config().environment("Pendulum-v1", normalize_actions=True).validate()
     TD3Config().environment("Pendulum-v1").validate()
+
+
+def test_lr_and_other_settings_td3_does_not_read_are_refused():
+    """`lr` is RLlib's: TD3_EXT's rates are actor_lr and critic_lr, so lr would silently do nothing."""
+    with pytest.raises(ValueError, match=r"`lr` = 0.0003 has no effect in TD3_EXT .*`actor_lr` and `critic_lr`"):
+        TD3Config().environment("Pendulum-v1").training(lr=3e-4).validate()
+    with pytest.raises(ValueError, match=r"does not read model_config fcnet_activation='relu'"):
+        TD3Config().environment("Pendulum-v1").rl_module(model_config={"fcnet_activation": "relu"}).validate()
+    TD3Config().environment("Pendulum-v1").training(lr=1e-3, actor_lr=3e-4).validate()  # lr at its default

@@ -4,8 +4,9 @@ an RLlib model_config that names another network is an error, not a silently ign
 from __future__ import annotations
 
 import pytest
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
-from rllib_ext import AESRLConfig, CEMRLConfig, ESConfig
+from rllib_ext import AESRLConfig, CEMRLConfig, DFDConfig, ESConfig
 
 
 def _first_line(config) -> str:
@@ -41,3 +42,26 @@ def test_an_equal_network_passes():
     ESConfig().environment("CartPole-v1").training(policy_hiddens=[32]).rl_module(
         model_config={"fcnet_hiddens": [32], "fcnet_activation": "tanh"}
     ).validate()
+
+
+def test_a_default_model_config_given_for_an_activation_is_compared_with_rllibs_defaults():
+    """Issue 39 §5: a DefaultModelConfig carries RLlib's fcnet_hiddens [256, 256]; only what differs
+    from RLlib's defaults is a setting, so setting an (equal) activation passes."""
+    ESConfig().environment("CartPole-v1").rl_module(model_config=DefaultModelConfig(fcnet_activation="tanh")).validate()
+    relu = DefaultModelConfig(fcnet_activation="relu")
+    assert "policy_activation" in _first_line(ESConfig().environment("CartPole-v1").rl_module(model_config=relu))
+    DFDConfig().environment("CartPole-v1").training(policy_activation="relu").rl_module(model_config=relu).validate()
+
+
+@pytest.mark.parametrize(
+    "model_config, key",
+    [
+        (DefaultModelConfig(fcnet_kernel_initializer="xavier_uniform_"), "fcnet_kernel_initializer"),
+        (DefaultModelConfig(use_lstm=True), "use_lstm=True (recurrent networks are not supported)"),
+        ({"vf_share_layers": False}, "vf_share_layers"),
+        ({"hiddens": [8]}, "hiddens"),  # the module's own key: the family's settings set it
+    ],
+)
+def test_a_model_config_key_the_policy_does_not_read_is_an_error_naming_it(model_config, key):
+    message = _first_line(ESConfig().environment("CartPole-v1").rl_module(model_config=model_config))
+    assert f"does not read model_config {key}" in message and "policy_hiddens" in message, message
