@@ -5,6 +5,10 @@ length, which is what the asynchronous algorithms (DFD, AES-RL, IMPACT) are abou
 method waits for the longest episode of a batch. ``step_sleep_s`` stands in for an expensive
 simulator so that benchmarks can run more env runners than there are cores.
 
+``rllib_ext/StepCounted-v0`` (:func:`make_step_counted`) wraps any env in :class:`StepCounter`,
+which counts its own ``step()`` calls into a file, so that the env steps a run reports can be
+checked against those its envs simulated, across every process (the step-count audit test).
+
 ``rllib_ext/Atari42-v0`` (:func:`make_atari42`) is an ALE game as paper 004 §4.3 feeds it to its
 network: four stacked 42x42 grey frames. It needs the ``atari`` extra (``ale-py``, whose wheel
 ships the ROMs, and ``opencv-python-headless``, which RLlib's frame wrapper resizes with).
@@ -12,7 +16,10 @@ ships the ROMs, and ``opencv-python-headless``, which RLlib's frame wrapper resi
 
 from __future__ import annotations
 
+import os
 import time
+import uuid
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -133,6 +140,52 @@ class FaultyEnv(VariableLengthEnv):
             else:
                 reward = float("nan")
         return obs, reward, terminated, truncated, info
+
+
+class StepCounter(gym.Wrapper):
+    """Counts the wrapped env's ``step()`` calls into a file of its own under ``count_dir``.
+
+    Each instance (in any process: env runners, the driver) writes its count, as 8 little-endian
+    bytes, to ``<count_dir>/<pid>-<random>.steps`` before every step (a raising step counts);
+    :meth:`total` sums the files. An audit of what a run reports, not for speed.
+    """
+
+    SUFFIX = ".steps"
+
+    def __init__(self, env: gym.Env, count_dir: str):
+        super().__init__(env)
+        Path(count_dir).mkdir(parents=True, exist_ok=True)
+        path = Path(count_dir) / f"{os.getpid()}-{uuid.uuid4().hex}{self.SUFFIX}"
+        self._fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+        self.steps = 0
+        os.pwrite(self._fd, self.steps.to_bytes(8, "little"), 0)
+
+    def step(self, action):
+        self.steps += 1
+        os.pwrite(self._fd, self.steps.to_bytes(8, "little"), 0)
+        return self.env.step(action)
+
+    def close(self):
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        super().close()
+
+    @classmethod
+    def total(cls, count_dir: str) -> int:
+        """Every ``step()`` call counted under ``count_dir`` so far, by all instances."""
+        return sum(int.from_bytes(p.read_bytes()[:8], "little") for p in Path(count_dir).glob("*" + cls.SUFFIX))
+
+
+def make_step_counted(env: str = "rllib_ext/VariableLength-v0", count_dir: str = "", **env_kwargs) -> gym.Env:
+    """``gym.make(env, **env_kwargs)`` wrapped in a :class:`StepCounter` writing under ``count_dir``."""
+    if not count_dir:
+        raise ValueError("rllib_ext/StepCounted-v0 needs `count_dir`, the folder its step counts go to")
+    if env not in gym.registry and env.startswith("rllib_ext/"):  # a process that never imported rllib_ext
+        from rllib_ext.registry import ENVS
+
+        gym.register(env, entry_point=ENVS[env])
+    return StepCounter(gym.make(env, **env_kwargs), count_dir)
 
 
 #: How to get what ``rllib_ext/Atari42-v0`` needs beyond the base install.

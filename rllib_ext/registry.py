@@ -146,6 +146,8 @@ ALGORITHM_NAMES.update({spec.algo_path: name for name, spec in ALGORITHMS.items(
 ENVS: dict[str, str] = {
     "rllib_ext/VariableLength-v0": "rllib_ext.envs:VariableLengthEnv",
     "rllib_ext/Faulty-v0": "rllib_ext.envs:FaultyEnv",
+    # Any env whose step() calls are counted into files (the step-count audit).
+    "rllib_ext/StepCounted-v0": "rllib_ext.envs:make_step_counted",
     # Paper 004's Atari input (4 stacked 42x42 grey frames); needs the `atari` extra (ale-py).
     "rllib_ext/Atari42-v0": "rllib_ext.envs:make_atari42",
 }

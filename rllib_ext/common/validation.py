@@ -22,6 +22,8 @@
 * :func:`changed_model_config` and :func:`check_model_config_keys`: the ``model_config`` entries
   a user gave that differ from RLlib's own defaults (``DefaultModelConfig``), and one error for
   those the algorithm's network never reads (``use_lstm=True`` given to an MLP-only algorithm).
+* :func:`check_env_runner_callbacks`: RLlib's env-runner callbacks (``on_episode_end`` ...)
+  given to an algorithm whose env runners never call them are one error.
 * :func:`check_user_module`: a module class given with ``config.rl_module(rl_module_spec=...)``
   must have the APIs the algorithm's Learner uses (``Learner.rl_module_required_apis()``, e.g.
   IMPACT_EXT's target network), checked at ``validate()`` and not inside a learner thread.
@@ -187,6 +189,54 @@ REPLAY_LEARNER_CONNECTOR = (
     "learner pipeline (env-to-module connectors that write observations into the episodes, such as "
     "MeanStdFilter, do apply)"
 )
+
+#: Why RLlib's ``clip_rewards`` does nothing where the algorithm does not clip (RLlib 2.60's new
+#: API stack does not read it either; IMPACT_EXT clips in its learner pipeline).
+CLIP_REWARDS_UNREAD = "the update sees the env's rewards unclipped (RLlib's new API stack does not read it)"
+
+#: Why RLlib's ``observation_filter`` (old API stack) does nothing on the new API stack.
+OLD_STACK_OBSERVATION_FILTER = (
+    "RLlib's new API stack does not read it; standardize observations with an env-to-module connector "
+    "(`config.env_runners(env_to_module_connector=lambda env, spaces, device: MeanStdFilter())`)"
+)
+
+#: RLlib callbacks that only RLlib's own env runners call.
+ENV_RUNNER_CALLBACKS = (
+    "on_environment_created",
+    "on_episode_created",
+    "on_episode_start",
+    "on_episode_step",
+    "on_episode_end",
+    "on_sample_end",
+)
+
+
+def check_env_runner_callbacks(config: AlgorithmConfig, runners: str) -> None:
+    """One error for RLlib env-runner callbacks (:data:`ENV_RUNNER_CALLBACKS`, overridden in
+    ``callbacks_class`` or given as ``callbacks_on_*`` functions) on env runners that never call them.
+
+    Args:
+        config: The config being validated.
+        runners: What the algorithm's env runners are, for the message.
+    """
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    classes = config.callbacks_class if isinstance(config.callbacks_class, (list, tuple)) else [config.callbacks_class]
+    hooks = [
+        f"{cls.__name__}.{hook}"
+        for cls in classes
+        if isinstance(cls, type)
+        for hook in ENV_RUNNER_CALLBACKS
+        if getattr(cls, hook, None) is not getattr(RLlibCallback, hook)
+    ]
+    hooks += [f"callbacks_{hook}" for hook in ENV_RUNNER_CALLBACKS if getattr(config, f"callbacks_{hook}", None)]
+    if hooks:
+        config._value_error(
+            f"{algo_name(config)}: {', '.join(hooks)} would never run: {runners} call none of RLlib's env-runner "
+            f"callbacks ({', '.join(ENV_RUNNER_CALLBACKS)}); algorithm-level ones (on_train_result, "
+            "on_algorithm_init ...) do run"
+        )
+
 
 #: RLlib's own ``model_config`` defaults (``DefaultModelConfig``).
 RLLIB_MODEL_DEFAULTS: dict[str, Any] = dataclasses.asdict(DefaultModelConfig())

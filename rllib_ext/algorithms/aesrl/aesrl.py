@@ -438,6 +438,7 @@ class AESRL(ERLAlgorithm):
 
     # -- finishing -----------------------------------------------------------------------------
     def _tell(self, individual: dict[str, Any]) -> None:
+        self.steps.used += individual.get("length", 0)
         pop = self.population
         p = pop.tell(individual["z"], individual["return"])
         if self.config.mean_fitness == "interpolate" and pop.f_mu is not None and p > 0:
@@ -457,7 +458,8 @@ class AESRL(ERLAlgorithm):
 
     def _on_individual(self, r: ERLResult) -> None:
         info = self._pending.pop(r.id, None)
-        if info is None:
+        if info is None:  # not (any more) an individual in flight: its steps are of no use
+            self.steps.wasted += r.length
             return
         self.counters["individual_steps"] += r.length
         self._last_steps.append(r.length)
@@ -465,14 +467,17 @@ class AESRL(ERLAlgorithm):
             "z": r.params if r.params is not None else info["z"],
             "return": r.ret,
             "rl": info["rl"],
+            "length": r.length,
         }
         if not (np.isfinite(individual["z"]).all() and np.isfinite(individual["return"])):
+            self.steps.wasted += r.length
             self.counters["individuals_failed"] += 1  # e.g. an RL individual trained on a diverged critic
             logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r.id)
             return
         if info.get("warmup"):
             self.counters["warmup_individuals"] += 1
             if not self.config.warmup_updates_population:
+                self.steps.used += r.length  # its transitions fill the replay
                 return  # random actions: f(z) says nothing about z; its steps and transitions are kept
         pop = self.population
         if not pop.needs_f_mu:
@@ -525,7 +530,11 @@ class AESRL(ERLAlgorithm):
                 else:
                     self._on_individual(r)
                     finished.append(r)
-            self.watch(bool(ok or failed))
+            self.watch(
+                bool(ok or failed),
+                awaiting=f"{len(self._pending)} individual(s) and {len(self._awaiting_mean)} evaluation(s) of μ",
+                busy_elsewhere=self._critic_call is not None,
+            )
             # A training_step lasts ≥ 0.5 s and tells at least one individual (as an RLlib
             # training_step makes at least one update, also with min_time_s_per_iteration=None),
             # bounded by 60 s more so that a run that has lost every runner still reports.
@@ -534,15 +543,6 @@ class AESRL(ERLAlgorithm):
             if time.perf_counter() >= deadline + 60:
                 break
         self._log(finished, since, busy_before)
-
-    def collect(self, timeout_s: float = 0.01):
-        """BlackBoxAlgorithm.collect, without counting mean evaluations as the paper's steps."""
-        ok, failed = super().collect(timeout_s)
-        for r in ok:
-            if isinstance(r.job, EvaluationJob):
-                self.counters["env_steps"] -= r.length
-                self.counters["episodes"] -= len(r.returns)
-        return ok, failed
 
     def _log(self, finished: list[ERLResult], since: float, busy_before) -> None:
         self.log_batch(finished, since, busy_before)

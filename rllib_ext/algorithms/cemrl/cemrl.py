@@ -197,6 +197,8 @@ class CEMRL(ERLAlgorithm):
                 if r.id in pending:
                     pending.pop(r.id)
                     done[r.id] = r
+                else:  # not awaited (any more): its steps are of no use
+                    self.steps.wasted += r.length
             for r in failed:
                 if r.id not in pending:
                     continue
@@ -209,7 +211,7 @@ class CEMRL(ERLAlgorithm):
                     self.counters["individuals_failed"] += 1
                     r.ret, r.length = float("-inf"), 0
                     done[r.id] = r
-            self.watch(bool(ok or failed))
+            self.watch(bool(ok or failed), awaiting=f"{len(pending)} of {len(jobs)} individuals of generation")
         return done
 
     @override(Algorithm)
@@ -248,6 +250,7 @@ class CEMRL(ERLAlgorithm):
         self.counters["n_rl"] += sum(1 for r in results if r.rl)
         self.counters["n_es"] += sum(1 for r in results if not r.rl)
         steps = int(sum(r.length for r in results))
+        self.steps.used += steps
         self.counters["individual_steps"] += steps
         self.prev_generation_steps = steps
         self.publish()

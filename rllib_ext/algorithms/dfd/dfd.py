@@ -118,14 +118,20 @@ class DFD(BlackBoxAlgorithm):
         evals = []
         self._refill()
         self.watch(True)
+        dropped_before = self.returns.steps_dropped_stale
         while not self.returns.ready():
             ok, failed = self.collect(timeout_s=0.05)
             evals += [r.ret for r in ok if r.index is None]
             self.returns.add([r for r in ok if r.index is not None], u)
             self._refill()
-            self.watch(bool(ok or failed))
+            self.watch(
+                bool(ok or failed),
+                awaiting=f"{self.config.episodes_per_batch - len(self.returns.pending)} more returns for update {u}",
+            )
 
         batch = self.returns.take_batch(u)
+        self.steps.used += int(sum(r.length for r in batch))
+        self.steps.wasted += self.returns.steps_dropped_stale - dropped_before
         rewards = np.array([r.ret for r in batch])
         versions = np.array([r.version for r in batch])
         delays = u - versions

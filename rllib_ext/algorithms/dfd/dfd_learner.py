@@ -65,6 +65,7 @@ class ReturnBuffer:
         self.n, self.u_max, self.delayed_returns = int(n), int(u_max), bool(delayed_returns)
         self.pending: list[EpisodeResult] = []
         self.num_dropped_stale = 0
+        self.steps_dropped_stale = 0  # their env steps (wasted)
 
     def _too_old(self, r: EpisodeResult, u: int) -> bool:
         delay = u - r.version
@@ -76,6 +77,7 @@ class ReturnBuffer:
         for r in results:
             if self._too_old(r, u):
                 dropped += 1
+                self.steps_dropped_stale += r.length
             else:
                 self.pending.append(r)
         self.num_dropped_stale += dropped
@@ -91,15 +93,21 @@ class ReturnBuffer:
         """
         kept = [r for r in self.pending if not self._too_old(r, u)]
         self.num_dropped_stale += len(self.pending) - len(kept)
+        self.steps_dropped_stale += sum(r.length for r in self.pending) - sum(r.length for r in kept)
         batch, self.pending = kept[: self.n], kept[self.n :]
         return batch
 
     def get_state(self) -> dict[str, Any]:
-        return {"pending": [result_to_state(r) for r in self.pending], "num_dropped_stale": self.num_dropped_stale}
+        return {
+            "pending": [result_to_state(r) for r in self.pending],
+            "num_dropped_stale": self.num_dropped_stale,
+            "steps_dropped_stale": self.steps_dropped_stale,
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.pending = [result_from_state(r) for r in state["pending"]]  # also pre-protocol dicts
         self.num_dropped_stale = state["num_dropped_stale"]
+        self.steps_dropped_stale = state.get("steps_dropped_stale", 0)  # absent before step accounting
 
 
 def dfd_gradient(

@@ -62,8 +62,10 @@ class ES(BlackBoxAlgorithm):
     def evaluate_batch(self, seed: int, n: int) -> tuple[list[EpisodeResult], list[float]]:
         """Evaluates rows 0..n−1 of batch ``seed`` of θ_u (and ``eval_episodes`` of θ_u); waits for all.
 
-        A failed job is re-run on a fresh env (at most ``MAX_FAILURES_PER_BATCH_FACTOR``·n per
-        batch). Every result is measured at the θ its job was submitted with (the pool re-sends a
+        A failed job — an env that raised or returned NaN, or a result the credit check refused —
+        is re-run (at most ``MAX_FAILURES_PER_BATCH_FACTOR``·n per batch), so the batch never
+        waits for a row nothing will deliver; :meth:`watch` fails the loop if it ever does.
+        Every result is measured at the θ its job was submitted with (the pool re-sends a
         lost call with its own payload), so after a runner loss a job of an older θ can only be
         one of an earlier batch: such calls are dropped from the queue, and their results if any
         arrive, counted. CVES_EXT reuses this for its batches.
@@ -83,22 +85,32 @@ class ES(BlackBoxAlgorithm):
             for r in ok:
                 if r.version != u:
                     self.counters["returns_dropped_stale"] += 1
+                    if r.index is not None:  # an evaluation's steps stay booked as evaluation
+                        self.steps.wasted += r.length
                 elif r.index is None:
                     evals.append(r.ret)
+                elif r.index in by_index:  # a duplicate (cannot happen today; never counted twice)
+                    self.steps.wasted += r.length
                 else:
                     by_index[r.index] = r
-            for r in failed:  # re-run the job on a fresh env
+            for r in failed:  # re-run the job (on a fresh env, or with the right θ)
+                if r.version != u:
+                    continue  # of an earlier batch: not needed any more
                 failures += 1
                 if failures > MAX_FAILURES_PER_BATCH_FACTOR * n:
                     raise RuntimeError(
-                        f"{name}: {failures} episodes failed in update {u} (last: {r.error}); "
-                        "the env keeps failing — see the env runner logs"
+                        f"{name}: {failures} jobs failed in update {u} (last: {r.error}); "
+                        "they keep failing — see the env runner logs"
                     )
                 if r.index is None:
                     self.submit_unperturbed(1)
                 else:
                     self.submit_perturbations(seed, n, [r.index])
-            self.watch(bool(ok or failed))
+            self.watch(
+                bool(ok or failed),
+                awaiting=f"{n - len(by_index)} of {n} perturbation returns and {len(eval_ids) - len(evals)} "
+                f"evaluation(s) of update {u}",
+            )
         return [by_index[i] for i in range(n)], evals
 
     @override(Algorithm)
@@ -108,6 +120,7 @@ class ES(BlackBoxAlgorithm):
         since, busy_before = self.pool.snapshot()
         seed = self.next_batch_seed()
         rows, evals = self.evaluate_batch(seed, cfg.episodes_per_batch)
+        self.steps.used += int(sum(r.length for r in rows))
 
         g_hat, info = self.estimate_gradient(seed, rows)
         returns = self.row_returns(rows)

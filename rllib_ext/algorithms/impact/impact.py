@@ -83,6 +83,7 @@ from rllib_ext.common.guards import (
 )
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
+    OLD_STACK_OBSERVATION_FILTER,
     KeepsMinusOneSettings,
     check_default_module_builds,
     check_finite_settings,
@@ -142,6 +143,7 @@ IGNORED_SETTINGS: dict[str, str] = {
     "epsilon": "the optimizer is `optimizer` (with `optimizer_kwargs`)",
     "replay_buffer_num_slots": "the only buffer is the circular buffer C(N, K)",
     "learner_queue_timeout": "the learner draws from the circular buffer C(N, K), not from a queue",
+    "observation_filter": OLD_STACK_OBSERVATION_FILTER,
 }
 
 

@@ -57,10 +57,13 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.steps import log_all_used
 from rllib_ext.common.td3 import PAPER_HIDDENS
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
+    CLIP_REWARDS_UNREAD,
     CONTINUOUS,
+    OLD_STACK_OBSERVATION_FILTER,
     REPLAY_LEARNER_CONNECTOR,
     algo_name,
     check_finite_settings,
@@ -82,6 +85,8 @@ UNUSED_SETTINGS: dict[str, str] = {
     "num_epochs": "`updates_per_env_step` TD3 iterations per env step, each on one minibatch",
     "minibatch_size": "the minibatch size is `train_batch_size_per_learner`",
     "train_batch_size": "the minibatch size is `train_batch_size_per_learner`",
+    "clip_rewards": CLIP_REWARDS_UNREAD,
+    "observation_filter": OLD_STACK_OBSERVATION_FILTER,
 }
 
 

@@ -16,7 +16,6 @@ from ray.rllib.utils.metrics import (
     EPISODE_RETURN_MAX,
     EPISODE_RETURN_MEAN,
     EPISODE_RETURN_MIN,
-    NUM_ENV_STEPS_SAMPLED,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     NUM_EPISODES_LIFETIME,
 )
@@ -25,6 +24,7 @@ from rllib_ext.common.blackbox.env_runner import EVALUATION_STREAM, PERTURBATION
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, Payload, PerturbationJob
 from rllib_ext.common.guards import FiniteParametersGuard
+from rllib_ext.common.steps import StepAccount
 from rllib_ext.common.validation import algo_name
 
 logger = logging.getLogger(__name__)
@@ -38,6 +38,11 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     Subclasses implement ``training_step`` with :meth:`submit_perturbations`,
     :meth:`collect`, :meth:`apply_update` and :meth:`log_batch`. Extra state they keep must be
     added in ``_extra_state`` / ``_set_extra_state`` so checkpoints carry it.
+
+    Env steps (:mod:`rllib_ext.common.steps`): :meth:`collect` adds every step of every reply to
+    ``self.steps.total`` (failed episodes up to their failure, results the credit check refused,
+    evaluations), books evaluation jobs as ``evaluation`` and failed jobs as ``wasted``; the
+    subclass books what its update used (``used``) and what it threw away (``wasted``).
     """
 
     @override(Algorithm)
@@ -59,8 +64,10 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             "returns_dropped_stale": 0,
             "env_steps": 0,
             "episodes": 0,
+            "episodes_logged": 0,
             "useful_runner_s": 0.0,
         }
+        self.steps = StepAccount()
         self._t_first_update = None  # wall clock of the first training_step (updates_per_s)
         self.eval_return_ema: float | None = None  # R̄, DSGD's reward (observe_evaluations)
         self.theta = self._on_learner(lambda learner: learner.get_flat())
@@ -137,20 +144,43 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
 
     #: Seconds without any result and without a healthy env runner before a loop gives up.
     no_runner_timeout_s = 120.0
+    #: Seconds without any result while nothing is in flight or queued (nothing can arrive) before
+    #: a loop gives up: a bug (a job neither sent nor re-submitted), never a slow env.
+    idle_timeout_s = 10.0
 
-    def watch(self, progressed: bool) -> None:
+    def watch(self, progressed: bool, awaiting: str | None = None, busy_elsewhere: bool = False) -> None:
         """The one watchdog of every black-box loop; call once per polling round.
 
         A call in flight far longer than calls of its kind usually take (``AsyncJobPool.overdue``) is logged
         and counted (``blackbox/calls_overdue_lifetime``), not waited on silently; RLlib's health
-        checks restart a runner that died. Without any healthy runner the loop fails loudly.
+        checks restart a runner that died. Without any healthy runner the loop fails loudly, and so
+        does a loop that still waits while nothing is in flight or queued (no result can come).
+
+        Args:
+            progressed: Whether this round received a result.
+            awaiting: What the loop waits for, for the error message (e.g. "12 of 40 returns of
+                update 3").
+            busy_elsewhere: Something other than the pool is still working for the loop (AES-RL's
+                critic call): then an empty pool is not a hang.
 
         Raises:
-            RuntimeError: No result for :attr:`no_runner_timeout_s` and no healthy env runner.
+            RuntimeError: No result for :attr:`no_runner_timeout_s` and no healthy env runner; or
+                none for :attr:`idle_timeout_s` with nothing in flight or queued.
         """
         now = time.perf_counter()
         if progressed or getattr(self, "_last_progress", None) is None:
             self._last_progress = now
+        idle = now - self._last_progress
+        if (
+            idle > self.idle_timeout_s
+            and not busy_elsewhere
+            and self.pool.num_in_flight == 0
+            and self.pool.num_queued == 0
+        ):
+            raise RuntimeError(
+                f"{algo_name(self)}: waited {idle:.0f} s for {awaiting or 'results'} with no call in flight or "
+                f"queued, so none can arrive ({self._loop_state()})"
+            )
         for runner, call, age in self.pool.overdue():
             typical = self.pool.typical_call_s(call)
             logger.warning(
@@ -163,8 +193,21 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 age,
                 "none of its kind has finished yet" if typical is None else f"such calls usually take {typical:.2f} s",
             )
-        if now - self._last_progress > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
-            raise RuntimeError(f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s")
+        if idle > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
+            raise RuntimeError(
+                f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s while waiting for "
+                f"{awaiting or 'results'} ({self._loop_state()})"
+            )
+
+    def _loop_state(self) -> str:
+        """What a stuck loop's error says besides what it awaited: the update and what was dropped."""
+        pool = self.pool
+        return (
+            f"update {self.update_index}; {pool.num_in_flight} call(s) in flight, {pool.num_queued} queued; "
+            f"dropped so far: {pool.num_credit_mismatches} result(s) by the credit check, "
+            f"{self.counters['returns_dropped_stale']} stale return(s), {self.counters['episodes_failed']} failed "
+            f"episode(s), {pool.num_calls_lost} call(s) of runners that died"
+        )
 
     def check_can_train(self) -> None:
         """Training evaluates on remote runners (a driver-only build is for `rllib evaluate`)."""
@@ -182,6 +225,9 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         for reply in self.pool.poll(timeout_s=timeout_s):
             self.obs_filter.merge(reply.obs_delta)
             for r in reply.results:
+                # Every step the runner simulated: a failed episode's up to its failure (wasted).
+                self.steps.total += r.length + r.failed_steps
+                self.steps.wasted += r.failed_steps
                 self.counters["episodes_capped"] += r.capped
                 if r.episodes_failed:
                     self.counters["episodes_failed"] += r.episodes_failed
@@ -192,9 +238,12 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                         r.runner,
                         r.error,
                     )
-                if r.failed:
+                if r.failed:  # its other episodes' steps too: the job's return is not used
+                    self.steps.wasted += r.length
                     failed.append(r)
                     continue
+                if isinstance(r.job, EvaluationJob):  # θ_u (μ) itself, whatever the subclass does with it
+                    self.steps.evaluation += r.length
                 self.counters["env_steps"] += r.length
                 self.counters["episodes"] += len(r.returns)
                 ok.append(r)
@@ -233,15 +282,18 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     def log_batch(self, results: list[EpisodeResult], since: float, busy_before: dict[int, float]) -> None:
         """Env-step/episode counters and return metrics under RLlib's keys, plus utilization.
 
+        ``num_env_steps_sampled_lifetime`` is every step received (:attr:`steps`, with its
+        breakdown); the return metrics are those of ``results`` (the update's rows).
         ``worker_utilization``: runner busy time / (runners × wall); ``useful_utilization``: the
         part of it spent on episodes whose returns this update used; ``updates_per_s``.
         """
         steps = int(sum(r.length for r in results))
         episodes = sum(len(r.returns) for r in results)
         m = self.metrics
-        m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), steps, reduce="lifetime_sum")
-        m.log_value((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), episodes, reduce="lifetime_sum")
-        m.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED), steps, reduce="sum")
+        new_episodes = self.counters["episodes"] - self.counters.get("episodes_logged", 0)
+        self.counters["episodes_logged"] = self.counters["episodes"]
+        m.log_value((ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME), new_episodes, reduce="lifetime_sum")
+        self.steps.log(m)
         if results:
             returns = [x for r in results for x in r.returns]
             window = max(self.config.episodes_per_batch, 10)
@@ -282,6 +334,16 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         m.log_value((BLACKBOX, "num_healthy_env_runners"), len(self.pool.healthy_runner_ids()), reduce="mean", window=1)
 
     # -- checkpoints ------------------------------------------------------------------------
+    def restore_steps(self, own: dict[str, Any]) -> None:
+        """The step account of a checkpoint; one written before it had only the used steps,
+        which the restored ``num_env_steps_sampled_lifetime`` already holds."""
+        if "steps" in own:
+            self.steps.set_state(own["steps"])
+        else:
+            total = int(self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0))
+            self.steps.set_state({"total": total, "used": total, "logged": total})
+        self.counters.setdefault("episodes_logged", self.counters.get("episodes", 0))
+
     def _extra_state(self) -> dict[str, Any]:
         return {}
 
@@ -296,6 +358,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             "batch_seed": self.batch_seed,
             "obs_filter": self.obs_filter.get_state(),
             "counters": dict(self.counters),
+            "steps": self.steps.get_state(),
             "eval_return_ema": self.eval_return_ema,
             "extra": self._extra_state(),
         }
@@ -310,6 +373,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             self.batch_seed = own["batch_seed"]
             self.obs_filter.set_state(own["obs_filter"])
             self.counters.update(own["counters"])
+            self.restore_steps(own)
             self.eval_return_ema = own.get("eval_return_ema")  # absent in checkpoints before it
             self._set_extra_state(own["extra"])
         self.theta = self._on_learner(lambda learner: learner.get_flat())

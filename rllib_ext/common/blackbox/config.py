@@ -16,10 +16,12 @@ from rllib_ext.common.blackbox.learner import BlackBoxLearner
 from rllib_ext.common.blackbox.rl_module import BlackBoxRLModule
 from rllib_ext.common.policies import check_policy_spec
 from rllib_ext.common.validation import (
+    CLIP_REWARDS_UNREAD,
     CONTINUOUS,
     DISCRETE,
     KeepsMinusOneSettings,
     changed_model_config,
+    check_env_runner_callbacks,
     check_finite_settings,
     check_model_config_keys,
     check_optimizer,
@@ -57,6 +59,7 @@ UNUSED_RLLIB_SETTINGS: dict[str, str] = {
     "num_epochs": "each batch of returns makes one optimizer step",
     "minibatch_size": "each batch of returns makes one optimizer step",
     "grad_clip": "the optimizer steps along the gradient estimate unclipped (`l2_coeff` adds weight decay)",
+    "clip_rewards": CLIP_REWARDS_UNREAD,
 }
 
 #: RLlib ``model_config`` keys the black-box family reads (they must equal its own settings).
@@ -207,6 +210,12 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         check_optimizer(self)
         check_unused_settings(self, self.unused_settings)
         check_user_module(self, BlackBoxRLModule)
+        check_env_runner_callbacks(self, "its env runners (a plain episode loop)")
+        if not isinstance(self.observation_filter, bool):
+            self._value_error(
+                f"observation_filter must be True or False, got {self.observation_filter!r} (RLlib's old "
+                "'MeanStdFilter' is True here, 'NoFilter' is False)"
+            )
         self._check_model_config()
         if not (
             isinstance(self.noise_stdev, (int, float)) and self.noise_stdev > 0 and math.isfinite(self.noise_stdev)

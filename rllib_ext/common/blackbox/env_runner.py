@@ -74,7 +74,15 @@ class EpisodeRecord:
 
 
 class EpisodeFailed(Exception):
-    """An episode that cannot count: the env raised, or returned a non-finite value."""
+    """An episode that cannot count: the env raised, or returned a non-finite value.
+
+    Attributes:
+        steps: Env steps the episode simulated before it failed, the failing ``step()`` included.
+    """
+
+    def __init__(self, message: str, steps: int = 0):
+        super().__init__(message)
+        self.steps = int(steps)
 
 
 class BlackBoxEnvRunner(EnvRunner, Checkpointable):
@@ -273,7 +281,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             busy_s=time.perf_counter() - t0,
             runner=self.worker_index,
             obs_delta=self.obs_filter.pop_delta(),
-            steps=sum(r.length for r in results),
+            steps=sum(r.length + r.failed_steps for r in results),
         )
 
     def run_job(self, job: Job) -> EpisodeResult:
@@ -304,12 +312,12 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         when none succeeded (the driver then re-runs or drops it, counted).
         """
         t0 = time.perf_counter()
-        returns, length, capped, extras, failures, error = [], 0, 0, [], 0, None
+        returns, length, capped, extras, failures, error, failed_steps = [], 0, 0, [], 0, None, 0
         for k in range(int(job.episodes)):
             try:
                 ret, steps, was_capped = self._run_episode(explore=explore, seed=episode_seed(job.env_seed, k))
             except EpisodeFailed as e:
-                failures, error = failures + 1, str(e)
+                failures, error, failed_steps = failures + 1, str(e), failed_steps + e.steps
                 self.make_env()  # a fresh env for the next episode (RLlib's recovery too)
                 continue
             returns.append(ret)
@@ -322,6 +330,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             ret=float(np.mean(returns)) if returns else float("nan"),
             returns=tuple(returns),
             length=length,
+            failed_steps=failed_steps,
             capped=capped,
             episodes_failed=failures,
             failed=not returns,
@@ -346,25 +355,28 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         env, policy, obs_filter = self.env, self.fast_policy, self.obs_filter
         # Action noise is drawn per episode, in blocks; a seeded episode has its own stream.
         policy.begin_episode(self._rng if seed is None else np.random.default_rng(seed))
+        length = 0  # env.step() calls made (the one that fails included)
         try:
             obs, _ = env.reset(seed=seed)
-            total, length, done, capped, cap = 0.0, 0, False, False, self.step_cap
+            total, done, capped, cap = 0.0, False, False, self.step_cap
             while not done:
                 if not np.isfinite(obs).all():
-                    raise EpisodeFailed(f"non-finite observation at step {length}: {obs}")
+                    raise EpisodeFailed(f"non-finite observation at step {length}: {obs}", length)
                 action = policy.act(obs_filter(obs, record=record_obs), explore=explore)
+                length += 1
                 obs, reward, terminated, truncated, _ = env.step(action)
                 if not math.isfinite(reward):
-                    raise EpisodeFailed(f"non-finite reward at step {length}: {reward}")
+                    raise EpisodeFailed(f"non-finite reward at step {length - 1}: {reward}", length)
                 total += float(reward)
-                length += 1
                 done = terminated or truncated
                 if not done and length >= cap:
                     done = capped = True
-        except EpisodeFailed:
+        except EpisodeFailed as e:
+            self.num_env_steps_sampled_lifetime += e.steps
             raise
-        except Exception as e:  # the env itself raised
-            raise EpisodeFailed(f"env raised {type(e).__name__}: {e}") from e
+        except Exception as e:  # the env itself raised (in reset, or in the length-th step)
+            self.num_env_steps_sampled_lifetime += length
+            raise EpisodeFailed(f"env raised {type(e).__name__}: {e}", length) from e
         self.num_env_steps_sampled_lifetime += length
         self._done_returns.append(total)
         self._done_lengths.append(length)

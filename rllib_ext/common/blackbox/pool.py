@@ -18,8 +18,11 @@ time with the version *and the payload reference* published then, so a re-queued
 evaluates the θ its jobs are credited to.
 
 Credit check: every result carries the digest of the θ its runner held; a result whose digest
-is not that of the θ published as its version is dropped, logged and counted
-(``num_credit_mismatches``): it can only come from a bug, never from a fault.
+is not that of the θ published as its version is logged, counted (``num_credit_mismatches``) and
+handed back as *failed* (``credit_mismatch``), so that the algorithm re-runs its job as it re-runs
+any failed job (never a silent hole in a synchronous batch); it can only come from a bug, never
+from a fault, so the runner is also taken out of service (its calls in flight re-queued) until
+RLlib's health probe restores it.
 
 Watchdog: a call in flight for longer than ``overdue_factor`` × the usual duration of calls of its
 kind (and at least ``overdue_min_s``) is reported once by :meth:`AsyncJobPool.overdue` (the
@@ -200,7 +203,12 @@ class AsyncJobPool:
             typical = self._typical_job_s.get(sent.kind)
             self._typical_job_s[sent.kind] = per_job if typical is None else 0.9 * typical + 0.1 * per_job
             self.busy_s[sent.runner] += reply.busy_s
-            reply.results = [r for r in reply.results if self._credit_ok(r)]
+            for r in reply.results:
+                if not self._credit_ok(r):
+                    r.failed, r.credit_mismatch = True, True
+                    r.error = f"credit mismatch: env runner {r.runner} ran other parameters than version {r.version}"
+            if any(r.credit_mismatch for r in reply.results):  # a broken runner: RLlib probes and restores it
+                self._take_out_of_service(sent.runner, "its results failed the credit check")
             out.append(reply)
         if send:
             self.pump()  # re-queues the calls of runners that died, then refills the free slots
@@ -222,7 +230,7 @@ class AsyncJobPool:
         self.num_credit_mismatches += 1
         logger.error(
             "rllib_ext: env runner %d ran job %d with other parameters than version %d it is credited to; "
-            "result dropped",
+            "its result is not used (the job is handled as failed)",
             result.runner,
             result.id,
             result.version,

@@ -134,22 +134,27 @@ class EpisodeResult:
         job: The job, as sent (its ``version`` is the θ the return is credited to).
         ret: Mean return of the job's episodes (NaN when it failed).
         returns: Each episode's return.
-        length: Env steps of all its episodes.
+        length: Env steps of all its successful episodes.
+        failed_steps: Env steps of its failed episodes, up to and including the step that failed
+            (simulated, so counted in the total, as wasted).
         capped: Episodes the engine cut at its step cap (``max_episode_steps``), counted as
             truncations.
         episodes_failed: Episodes that raised or returned a non-finite value (not in ``returns``).
-        failed: No episode of the job succeeded; its return is not used.
+        failed: No episode of the job succeeded, or the credit check failed; its return is not used.
         error: What failed last.
         duration_s: Runner wall time of the job.
         runner: Index of the env runner that ran it.
         theta_digest: :func:`theta_digest` of the θ_u (μ) the runner held when it ran the job;
             the driver compares it with that of θ_{version} (no digest: -1).
+        credit_mismatch: The driver found ``theta_digest`` differs from θ_{version}'s (then
+            ``failed`` too).
     """
 
     job: Job
     ret: float
     returns: tuple[float, ...] = ()
     length: int = 0
+    failed_steps: int = 0
     capped: int = 0
     episodes_failed: int = 0
     failed: bool = False
@@ -157,6 +162,7 @@ class EpisodeResult:
     duration_s: float = 0.0
     runner: int = -1
     theta_digest: int = -1
+    credit_mismatch: bool = False
 
     @property
     def id(self) -> int:
@@ -182,7 +188,7 @@ class Reply:
         busy_s: Runner wall time of the call (→ ``worker_utilization``).
         runner: Index of the env runner.
         obs_delta: Observation statistics gathered since its last reply (merged by the driver).
-        steps: Env steps of the call.
+        steps: Env steps of the call: every step its runner simulated (failed episodes' too).
     """
 
     results: list[EpisodeResult]

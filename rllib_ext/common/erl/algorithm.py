@@ -278,5 +278,6 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             self.update_index = own["update_index"]
             self.batch_seed = own["batch_seed"]
             self.counters.update(own["counters"])
+            self.restore_steps(own)
             self._set_extra_state(own["extra"])
         self.publish()

@@ -41,6 +41,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common.guards import FiniteParametersGuard, assert_finite_learner_parameters
+from rllib_ext.common.steps import log_all_used
 
 
 class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
@@ -58,6 +59,7 @@ class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
                 _return_metrics=True,
             )
         self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
+        log_all_used(self.metrics)  # every sampled step enters the replay memory (episodes, in order)
 
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             outs = [

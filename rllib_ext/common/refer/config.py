@@ -17,7 +17,9 @@ from rllib_ext.common.refer.networks import network_settings
 from rllib_ext.common.refer.rules import REPLAY_MODES
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
+    CLIP_REWARDS_UNREAD,
     CONTINUOUS,
+    OLD_STACK_OBSERVATION_FILTER,
     REPLAY_LEARNER_CONNECTOR,
     KeepsMinusOneSettings,
     algo_name,
@@ -96,6 +98,8 @@ class ReFERConfig(KeepsMinusOneSettings, AlgorithmConfig):
         "num_epochs": "one gradient step per `steps_per_update` (F) env steps, each on one minibatch",
         "minibatch_size": "the minibatch size is `train_batch_size_per_learner` (B)",
         "train_batch_size": "the minibatch size is `train_batch_size_per_learner` (B)",
+        "clip_rewards": f"{CLIP_REWARDS_UNREAD}; the learners scale rewards by σ_r themselves (App. B)",
+        "observation_filter": f"{OLD_STACK_OBSERVATION_FILTER}; the learners standardize states themselves (App. B)",
     }
 
     #: The ``model_config`` keys the networks read (App. A's MLP; ``head_fcnet_hiddens`` must stay empty).

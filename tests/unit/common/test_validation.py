@@ -222,3 +222,22 @@ def test_env_spaces_say_that_multi_agent_is_not_supported():
             v.env_spaces(config)
     with pytest.raises(ValueError, match=r"names policies \['p0', 'p1'\]"):
         v.env_spaces(_policies(PPOConfig(), "CartPole-v1"))
+
+
+def test_env_runner_callbacks_are_refused_where_no_env_runner_calls_them():
+    from ray.rllib.callbacks.callbacks import RLlibCallback
+
+    class TrainOnly(RLlibCallback):
+        def on_train_result(self, **kwargs):
+            pass
+
+    class PerEpisode(TrainOnly):
+        def on_episode_step(self, **kwargs):
+            pass
+
+    v.check_env_runner_callbacks(PPOConfig(), "lean runners")
+    v.check_env_runner_callbacks(PPOConfig().callbacks(TrainOnly), "lean runners")  # algorithm-level: runs
+    with pytest.raises(ValueError, match=r"PPO: PerEpisode.on_episode_step would never run: lean runners call none"):
+        v.check_env_runner_callbacks(PPOConfig().callbacks([TrainOnly, PerEpisode]), "lean runners")
+    with pytest.raises(ValueError, match=r"PPO: callbacks_on_episode_end would never run"):
+        v.check_env_runner_callbacks(PPOConfig().callbacks(on_episode_end=lambda **kw: None), "lean runners")

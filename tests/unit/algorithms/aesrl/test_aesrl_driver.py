@@ -24,6 +24,7 @@ from rllib_ext.common.erl.algorithm import LIFETIME_COUNTERS
 from rllib_ext.common.erl.env_runner import ERLEnvRunner
 from rllib_ext.common.erl.protocol import ERLResult
 from rllib_ext.common.population import gaussian_individual
+from rllib_ext.common.steps import StepAccount
 from tests.builders import small_aesrl_config
 from tests.unit.common.blackbox.test_pool import FakeGroup, FakeRayError, fake_get, fake_wait
 
@@ -61,6 +62,7 @@ def make_driver(runner, **training) -> AESRL:
     algo.env_runner_group, algo.replay, algo.critic_ref = None, None, None  # no local runner
     algo.update_index, algo.batch_seed = 0, 0
     algo.counters = {"individual_steps": 0, "n_rl": 0, "n_es": 0}
+    algo.steps = StepAccount()
     algo.mu = runner.module.get_flat().copy()
     algo.var = np.full_like(algo.mu, cfg.sigma_init)
     algo.init_population()

@@ -24,6 +24,7 @@ from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 from rllib_ext.algorithms.cemrl import cemrl as cemrl_module
 from rllib_ext.algorithms.cemrl.cemrl import CEMRL, CEMRLConfig
 from rllib_ext.common.erl.protocol import ERLResult
+from rllib_ext.common.steps import StepAccount
 
 LENGTH = 200  # env steps of every scripted individual
 DIM = 7  # parameters of the scripted μ
@@ -71,6 +72,7 @@ def make_driver(monkeypatch, mode: str, population_size=4, rl_population=2, init
     algo.prev_generation_steps = 0
     algo.update_index, algo.batch_seed = 0, 0
     algo.counters = {"individual_steps": 0, "n_rl": 0, "n_es": 0, "individuals_failed": 0, "individual_retries": 0}
+    algo.steps = StepAccount()
     for hook in ("check_can_train", "publish", "log_batch", "log_common", "sync_mu_to_learner"):
         setattr(algo, hook, lambda *a, **k: None)
 

@@ -273,17 +273,24 @@ def test_the_watchdog_judges_a_call_by_calls_of_its_own_kind_and_size(pool, monk
     assert late.kind == "IndividualJob/rl" and pool.num_calls_overdue == 3
 
 
-def test_a_result_run_with_other_parameters_than_its_version_is_dropped_and_counted(pool):
+def test_a_result_run_with_other_parameters_than_its_version_is_refused_as_failed_and_counted(pool):
+    """Handed back as failed (the algorithm re-runs the job: never a silent hole in a synchronous
+    batch, issue 39 §2), counted, and its runner taken out of service until RLlib restores it."""
     pool.publish(0, payload(0))
     pool.submit(jobs(pool))
     pool.submit(jobs(pool))
     pool.pump()
+    runner_of_call_1 = pool.group.calls[1][0]
     pool.publish(1, payload(1))
     pool.group.finish(0)  # run with θ_0: credited right
     pool.group.finish(1, theta=payload(1).theta)  # labelled version 0 but run with θ_1: the old bug
     out = pool.poll(timeout_s=0.0)
-    assert [len(reply.results) for reply in out] == [1, 0]
+    assert [len(reply.results) for reply in out] == [1, 1]
+    good, bad = (reply.results[0] for reply in out)
+    assert not good.failed and not good.credit_mismatch
+    assert bad.failed and bad.credit_mismatch and "credit mismatch" in bad.error
     assert pool.num_credit_mismatches == 1
+    assert runner_of_call_1 not in pool.group.healthy
 
 
 def test_a_call_failing_with_a_ray_error_takes_its_runner_out_and_is_resent_elsewhere(pool):
@@ -327,3 +334,38 @@ def test_the_algorithms_watchdog_logs_an_overdue_call_with_its_kind(pool, monkey
     assert len(lines) == 2 and pool.num_calls_overdue == 2
     assert "1 job(s) (IndividualJob/rl) for 52 s (none of its kind has finished yet)" in lines[0]
     assert "2 job(s) (PerturbationJob) for 51 s (such calls usually take 0.50 s)" in lines[1]
+
+
+def test_collect_counts_every_step_of_every_reply_and_books_where_it_went(pool):
+    """Issue 39 §1: the total is every step simulated, whatever becomes of the result (StepAccount)."""
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    from rllib_ext.common.blackbox.algorithm import BlackBoxAlgorithm
+    from rllib_ext.common.blackbox.obs_filter import ObservationFilter
+    from rllib_ext.common.blackbox.protocol import EvaluationJob
+    from rllib_ext.common.steps import StepAccount
+
+    algo = object.__new__(BlackBoxAlgorithm)
+    algo.pool, algo.steps, algo.metrics = pool, StepAccount(), MetricsLogger()
+    algo.obs_filter = ObservationFilter((2,), enabled=False)
+    algo.counters = dict.fromkeys(("episodes_failed", "episodes_capped", "env_steps", "episodes"), 0)
+    pool.publish(0, payload(0))
+    pool.submit(jobs(pool))  # a perturbation: 10 steps, kept for the update
+    pool.submit([EvaluationJob(id=pool.new_job_id())])  # θ_u itself: 5 steps
+    pool.submit(jobs(pool))  # one failed episode (3 steps up to the failure) and one good one (4)
+    pool.submit(jobs(pool))  # run with other parameters than its version: 7 steps
+    pool.pump()
+    for index, length in enumerate((10, 5, 4, 7)):
+        pool.group.finish(index, theta=payload(1).theta if index == 3 else None)
+        pool.group.calls[index][2].reply.results[0].length = length
+    pool.group.calls[2][2].reply.results[0].failed_steps = 3
+    pool.group.calls[2][2].reply.results[0].episodes_failed = 1
+    ok, failed = algo.collect(timeout_s=0.0)
+    assert [r.length for r in ok] == [10, 5, 4] and [r.length for r in failed] == [7]
+    assert algo.steps.total == 10 + 5 + 3 + 4 + 7
+    assert (algo.steps.evaluation, algo.steps.wasted, algo.steps.pending) == (5, 3 + 7, 10 + 4)
+    algo.steps.used += 10 + 4  # what the algorithm's update used
+    algo.steps.log(algo.metrics)
+    runners = algo.metrics.reduce()["env_runners"]
+    assert runners["num_env_steps_sampled_lifetime"] == 29
+    assert runners["env_steps_used_lifetime"] == 14 and runners["env_steps_pending"] == 0
