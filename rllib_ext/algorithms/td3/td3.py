@@ -314,6 +314,7 @@ class TD3(FiniteParametersGuard, Algorithm):
                 _return_metrics=True,
             )
         self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
+        log_all_used(self.metrics)  # every sampled step enters the replay (warm-up included)
 
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             outs = [
