@@ -5,12 +5,14 @@ For every registered algorithm, an env wrapper (``rllib_ext/StepCounted-v0``) co
 reported total must equal that count: exactly for the synchronous algorithms, and for the
 asynchronous ones (DFD, AES-RL, IMPACT) up to the work still in flight when ``train()`` returned,
 which the test bounds from their settings. The breakdown (used / evaluation / wasted / pending)
-must add up to the total.
+must add up to the total. And the result has RLlib's layout: the learner's statistics under
+``learners/<module_id>/`` (code written against RLlib's results reads them there).
 """
 
 from __future__ import annotations
 
 import pytest
+from ray.rllib.core import DEFAULT_MODULE_ID
 
 from rllib_ext.common.steps import BREAKDOWN_KEYS
 from rllib_ext.envs import StepCounter
@@ -50,6 +52,7 @@ def test_reported_env_steps_equal_the_steps_the_envs_took(ray_session, tmp_path,
             result = algo.train()
     finally:
         algo.stop()
+    assert DEFAULT_MODULE_ID in result.get("learners", {}), f"{name}: no learners/{DEFAULT_MODULE_ID}/ in the result"
     runners = result["env_runners"]
     reported = runners["num_env_steps_sampled_lifetime"]
     simulated = StepCounter.total(count_dir)

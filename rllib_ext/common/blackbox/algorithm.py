@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
@@ -16,6 +16,7 @@ from ray.rllib.utils.metrics import (
     EPISODE_RETURN_MAX,
     EPISODE_RETURN_MEAN,
     EPISODE_RETURN_MIN,
+    LEARNER_RESULTS,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     NUM_EPISODES_LIFETIME,
 )
@@ -277,7 +278,17 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.update_index += 1
         self.publish()
+        self.log_learner_stats(stats)
         return stats
+
+    def log_learner_stats(self, stats: dict[str, float]) -> None:
+        """The update's statistics under ``learners/<module_id>/``, where every RLlib algorithm
+        reports its learner's (code written against RLlib's results reads them there), and the
+        update count under ``learners/__all_modules__/``; ``blackbox/`` keeps them too."""
+        m = self.metrics
+        for key, value in stats.items():
+            m.log_value((LEARNER_RESULTS, DEFAULT_MODULE_ID, key), float(value), reduce="mean", window=1)
+        m.log_value((LEARNER_RESULTS, ALL_MODULES, "num_updates_lifetime"), self.update_index, reduce="max", window=1)
 
     def log_batch(self, results: list[EpisodeResult], since: float, busy_before: dict[int, float]) -> None:
         """Env-step/episode counters and return metrics under RLlib's keys, plus utilization.

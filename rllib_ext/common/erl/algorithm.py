@@ -156,6 +156,8 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         m = self.metrics
         for key, value in out["stats"].items():
             m.log_value((BLACKBOX, key), value, reduce="mean", window=20)
+        # The critic is the family's gradient learner: its statistics also where RLlib reports a learner's.
+        self.log_learner_stats({key: value for key, value in out["stats"].items() if np.isscalar(value)})
         m.log_value(
             (BLACKBOX, "critic_updates_per_s"), out["steps"] / max(out["train_s"], 1e-9), reduce="mean", window=20
         )
@@ -231,6 +233,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         m.log_value((BLACKBOX, "mu_norm"), float(np.linalg.norm(self.mu)), reduce="mean", window=1)
         for key in LIFETIME_COUNTERS:
             m.log_value((BLACKBOX, key + "_lifetime"), self.counters[key], reduce="max", window=1)
+        self.log_learner_stats({"critic_steps_lifetime": self.counters["critic_steps"]})
         # The size is asked for without waiting (the driver loop must not stall behind the replay
         # actor's queue of sample calls) and logged once answered, in this or a later iteration.
         ref = self._replay_size_ref
