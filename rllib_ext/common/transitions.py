@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import ray
 
+from rllib_ext.common.waits import get_within
+
 __all__ = ["ReplayActor", "TransitionBuffer", "sample_chunks", "writable"]
 
 #: The stored fields, in :meth:`TransitionBuffer.add`'s argument order.
@@ -173,7 +175,7 @@ def sample_chunks(
     sizes = [min(chunk, steps - done) for done in range(0, max(int(steps), 0), int(chunk))]
     pending = replay.sample.remote(batch_size, num_batches=sizes[0], fields=fields) if sizes else None
     for i, n in enumerate(sizes):
-        data = ray.get(pending)
+        data = get_within(pending, "a replay actor's sample call")
         if i + 1 < len(sizes):
             pending = replay.sample.remote(batch_size, num_batches=sizes[i + 1], fields=fields)
         yield n, writable(data)

@@ -42,6 +42,7 @@ def _algo_stand_in(replay) -> SimpleNamespace:
         counters=dict.fromkeys(LIFETIME_COUNTERS, 0),
         _replay_size_ref=None,
         recover_actor=lambda which, error: recovered.append((which, type(error).__name__)),
+        log_learner_stats=lambda stats: None,
         recovered=recovered,
     )
 

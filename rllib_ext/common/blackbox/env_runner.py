@@ -41,6 +41,7 @@ from rllib_ext.common.blackbox.protocol import (
 )
 from rllib_ext.common.policies import check_policy_spec
 from rllib_ext.common.validation import make_single_env
+from rllib_ext.common.waits import get_within
 
 logger = logging.getLogger(__name__)
 
@@ -274,7 +275,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         """Runs every job of ``call`` with the payload of ``call.version`` (fetched when new here)."""
         t0 = time.perf_counter()
         if call.version != self.version:
-            self.adopt(call.version, ray.get(call.payload_ref))
+            self.adopt(call.version, get_within(call.payload_ref, f"the payload of version {call.version}"))
         results = [self.run_job(job) for job in call.jobs]
         return Reply(
             results=results,

@@ -16,6 +16,7 @@ from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm
 from rllib_ext.common.erl.critic_worker import CriticWorker
 from rllib_ext.common.erl.protocol import ERLPayload
 from rllib_ext.common.transitions import ReplayActor
+from rllib_ext.common.waits import get_within
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,10 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         )
         if self._last_critic is not None:
             weights = self._last_critic
-            ray.get(self.critic.set_state.remote({"critic": weights, "critic_target": weights}))
+            get_within(
+                self.critic.set_state.remote({"critic": weights, "critic_target": weights}),
+                "the critic worker's set_state",
+            )
 
     def recover_actor(self, which: str, error: Exception) -> None:
         """Re-creates a lost replay actor or critic worker (logged, counted)."""
@@ -127,7 +131,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             self.counters["replay_actor_restarts"] += 1
             self._make_replay()
             try:
-                ray.get(self.critic.set_replay.remote(self.replay))
+                get_within(self.critic.set_replay.remote(self.replay), "the critic worker's set_replay")
             except ray.exceptions.RayError:
                 self.recover_actor("critic worker", error)
             self.publish()
@@ -138,7 +142,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     def critic_result(self, ref: ray.ObjectRef) -> dict[str, Any] | None:
         """The result of a critic ``train`` call, or None (and recovery) if an actor died."""
         try:
-            out = ray.get(ref)
+            out = get_within(ref, "the critic worker's train call")
         except ray.exceptions.RayActorError as e:
             alive = self._replay_alive()
             self.recover_actor("critic worker" if alive else "replay actor", e)
@@ -250,21 +254,22 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     # -- checkpoints --------------------------------------------------------------------------
     @override(BlackBoxAlgorithm)
     def _extra_state(self) -> dict[str, Any]:
-        state = {"mu": self.mu.copy(), "var": self.var.copy(), "critic": ray.get(self.critic.get_state.remote())}
+        critic = get_within(self.critic.get_state.remote(), "the critic worker's get_state")
+        state = {"mu": self.mu.copy(), "var": self.var.copy(), "critic": critic}
         if self.config.checkpoint_replay:
-            state["replay"] = ray.get(self.replay.get_state.remote())
+            state["replay"] = get_within(self.replay.get_state.remote(), "the replay actor's get_state")
         return state
 
     @override(BlackBoxAlgorithm)
     def _set_extra_state(self, state: dict[str, Any]) -> None:
         self.mu = np.asarray(state["mu"], dtype=np.float32)
         self.var = np.asarray(state["var"], dtype=np.float32)
-        ray.get(self.critic.set_state.remote(state["critic"]))
+        get_within(self.critic.set_state.remote(state["critic"]), "the critic worker's set_state")
         self._last_critic = state["critic"]["critic"]
         # RL individuals need replay data: without restored contents they wait for new critic steps.
         self.critic_ref = None
         if "replay" in state:
-            ray.get(self.replay.set_state.remote(state["replay"]))
+            get_within(self.replay.set_state.remote(state["replay"]), "the replay actor's set_state")
             if self.counters.get("critic_steps"):
                 self.critic_ref = ray.put(self._last_critic)
 

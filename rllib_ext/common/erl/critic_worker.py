@@ -6,11 +6,11 @@ import time
 from typing import Any
 
 import numpy as np
-import ray
 import torch
 
 from rllib_ext.common.td3 import TD3Updater, make_actor
 from rllib_ext.common.transitions import sample_chunks
+from rllib_ext.common.waits import get_within
 
 
 def make_td3_updater(
@@ -81,7 +81,9 @@ class CriticWorker:
         t0 = time.perf_counter()
         upd = self.updater
         batch = int(self.settings["rl_batch_size"])
-        if ray.get(self.replay.size.remote()) < batch:  # e.g. after a restore without replay contents
+        if (
+            get_within(self.replay.size.remote(), "the replay actor's size") < batch
+        ):  # e.g. after a restore without replay contents
             return {"critic": None, "stats": {}, "steps": 0, "train_s": time.perf_counter() - t0}
         upd.actor.set_flat(actor_flat)
         upd.actor_target.set_flat(actor_flat)

@@ -18,6 +18,7 @@ from rllib_ext.common.population import gaussian_individual
 from rllib_ext.common.td3 import TD3Updater
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
 from rllib_ext.common.transitions import sample_chunks
+from rllib_ext.common.waits import get_within
 
 
 def train_device(config, remote: bool = True) -> torch.device:
@@ -133,11 +134,12 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         params, actor_loss = None, float("nan")
         try:
             if job.params_ref is not None:
-                z = np.asarray(ray.get(job.params_ref[0]), dtype=np.float32)
+                z = np.asarray(get_within(job.params_ref[0], "an individual's parameters"), dtype=np.float32)
             else:
                 z = gaussian_individual(self._theta, self._var, job.seed)
             if job.rl_steps:
-                actor_loss = self.train_actor(z, ray.get(job.critic_ref[0]), int(job.rl_steps))
+                critic = get_within(job.critic_ref[0], "the critic's weights")
+                actor_loss = self.train_actor(z, critic, int(job.rl_steps))
                 z = params = self.module.get_flat()
             train_s = time.perf_counter() - t0
             self.set_params(z)

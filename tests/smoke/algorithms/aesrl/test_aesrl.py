@@ -46,7 +46,11 @@ def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
             "n_es_lifetime",
         ):
             assert key in bb, key
-        assert result["env_runners"]["num_env_steps_sampled_lifetime"] == algo.counters["individual_steps"]
+        # Every simulated step counts (issue 39): the individuals' and f(μ)'s re-evaluations.
+        runners = result["env_runners"]
+        mean_steps = algo.counters["mean_eval_env_steps"]
+        assert runners["num_env_steps_sampled_lifetime"] == algo.counters["individual_steps"] + mean_steps
+        assert runners["env_steps_evaluation_lifetime"] == mean_steps > 0
         assert np.isfinite(algo.mu).all() and (algo.var >= algo.config.var_limit).all()
         assert algo.update_index > 0
         # RLlib's module holds mu (for `rllib evaluate` and checkpoints).

@@ -1,0 +1,37 @@
+"""Nothing waits forever (design.md, convention 14): the package's one bounded ``ray.get``.
+
+A synchronous wait on another actor (the critic worker, a replay actor, an object of the driver)
+has a bound; past it the wait fails with an error naming what it waited for, instead of hanging a
+run whose actor is alive but stuck. A dead actor raises Ray's own error at once; the bound is for
+the other case, so it is generous: a critic call may train thousands of steps on a loaded CPU.
+The polling loops (the black-box pool, IMPACT's learners) have their own watchdogs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+#: Seconds any one synchronous call on another actor may take before it is an error.
+ACTOR_CALL_TIMEOUT_S = 1800.0
+
+
+class WaitTimeoutError(TimeoutError):
+    """A synchronous wait passed its bound; the message names what was awaited."""
+
+
+def get_within(refs: Any, what: str, timeout_s: float = ACTOR_CALL_TIMEOUT_S) -> Any:
+    """``ray.get(refs)`` that fails after ``timeout_s`` seconds with an error naming ``what``.
+
+    Raises:
+        WaitTimeoutError: No answer within ``timeout_s``.
+        ray.exceptions.RayError: What Ray raises (e.g. the actor died).
+    """
+    try:
+        return ray.get(refs, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError as e:
+        raise WaitTimeoutError(
+            f"rllib_ext: no answer from {what} within {timeout_s:.0f} s; the actor is alive but does not answer "
+            "(stuck, or starved of CPU)"
+        ) from e
