@@ -10,6 +10,15 @@ listed in ``shared_keys``, the ones it varies on purpose in ``variable``), the e
 and budget (``protocol``), the machine, the date, and the learning curve (``curve``): env steps
 sampled, training wall seconds and the mean *evaluation* return (deterministic actions) at each
 evaluation point.
+
+Env steps (``curve.env_steps``, the budget) are ``env_runners/num_env_steps_sampled_lifetime``. Since
+issue 39 that is every env step the algorithm simulated, in every family (design.md, convention 12),
+and a row says so (``step_count`` = :data:`EVERY_SIMULATED_STEP`, schema 2) and keeps the breakdown
+(``env_steps_breakdown``: used / evaluation / wasted / pending at each curve point,
+:data:`rllib_ext.common.steps.BREAKDOWN_KEYS`). Rows written before (schema 1, still read) were
+counted under the old rule (:data:`BEFORE_ISSUE_39`): the black-box family and the ERL algorithms
+then counted only the steps of the returns an update used (:data:`OLD_RULE_FAMILY` says what each
+left out), RLlib's env runners every sampled step, as now (:func:`step_rule`).
 """
 
 from __future__ import annotations
@@ -24,7 +33,34 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-SCHEMA_VERSION = 1
+#: Schema of the rows written now: 2 adds ``step_count`` and ``env_steps_breakdown`` (issue 39).
+SCHEMA_VERSION = 2
+#: Every schema this reader reads (rows of schema 1 are read as counted :data:`BEFORE_ISSUE_39`).
+READABLE_SCHEMAS = (1, 2)
+
+#: ``step_count`` of the rows written since issue 39: ``curve.env_steps`` is every env step the
+#: algorithm simulated (perturbations, its own evaluations, warm-up, dropped and failed episodes).
+EVERY_SIMULATED_STEP = "every-simulated-step"
+#: ``step_count`` of rows written before issue 39 (schema 1, which has no such field).
+BEFORE_ISSUE_39 = "before-issue-39"
+
+#: Registered algorithms whose count the old rule (before issue 39) left short, by family, and what
+#: it left out; every other algorithm (RLlib's env runners: TD3_EXT, VRACER_EXT, DDPG_EXT, NAF_EXT,
+#: IMPACT_EXT, APPO, PPO, SAC, ...) counted every sampled step then as now.
+OLD_RULE_FAMILY = {
+    "ES_EXT": "black-box",
+    "DFD_EXT": "black-box",
+    "CVES_EXT": "black-box",
+    "ARS_EXT": "black-box",
+    "AESRL_EXT": "AES-RL",
+    "CEMRL_EXT": "CEM-RL",
+}
+OLD_RULE_LEFT_OUT = {
+    "black-box": "the unperturbed θ_u's evaluation episodes (eval_episodes per update), stale, dropped and "
+    "failed returns",
+    "AES-RL": "the μ re-evaluations (mean_eval_episodes episodes per told individual), stale and failed individuals",
+    "CEM-RL": "failed and no-longer-awaited individuals (none in a run without failures)",
+}
 
 
 class RowError(ValueError):
@@ -107,6 +143,12 @@ class RunRow:
         extra: Anything else measured (per-episode evaluation returns, build time, ...; lists
             aligned with the curve: ``train_return_mean``, ``recorded[KEY]``, ``updates``).
         schema: Schema version of the row.
+        step_count: How ``curve.env_steps`` was counted: :data:`EVERY_SIMULATED_STEP`, or
+            :data:`BEFORE_ISSUE_39` for a row of schema 1 (see :func:`step_rule`).
+        env_steps_breakdown: ``{name: list aligned with the curve}`` for each name of
+            :data:`rllib_ext.common.steps.BREAKDOWN_KEYS` (used, evaluation, wasted, pending; they sum
+            to ``curve.env_steps``); null where the ``train()`` result had none (before training, an
+            algorithm that does not log it). None in rows of schema 1.
     """
 
     benchmark: str
@@ -124,6 +166,8 @@ class RunRow:
     target: float | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     schema: int = SCHEMA_VERSION
+    step_count: str = EVERY_SIMULATED_STEP
+    env_steps_breakdown: dict[str, list[int | None]] | None = None
 
     def to_json(self) -> str:
         """The row as one line of JSON."""
@@ -138,6 +182,13 @@ class RunRow:
     def final_return(self) -> float:
         """The evaluation return at the last evaluation point."""
         return self.curve.eval_return[-1]
+
+    def breakdown_at_end(self) -> dict[str, int] | None:
+        """The breakdown at the last curve point (``{name: steps}``), or None where the row has none."""
+        if not self.env_steps_breakdown:
+            return None
+        end = {key: values[-1] for key, values in self.env_steps_breakdown.items()}
+        return None if any(v is None for v in end.values()) else end
 
     @classmethod
     def from_dict(cls, data: Any) -> RunRow:
@@ -160,8 +211,20 @@ class RunRow:
         unknown = sorted(set(data) - names)
         if unknown:
             raise ValueError(f"unknown field(s) {unknown}")
-        if data.get("schema", SCHEMA_VERSION) != SCHEMA_VERSION:
-            raise ValueError(f"schema {data['schema']!r}, this reader knows {SCHEMA_VERSION}")
+        schema = data.get("schema", SCHEMA_VERSION)
+        if schema not in READABLE_SCHEMAS:
+            raise ValueError(f"schema {schema!r}, this reader knows {list(READABLE_SCHEMAS)}")
+        if schema == 1:  # before issue 39: no step_count (or the one from_dict gave it), no breakdown
+            _check(
+                data.get("step_count", BEFORE_ISSUE_39) == BEFORE_ISSUE_39, "a schema 1 row was counted before issue 39"
+            )
+            _check(data.get("env_steps_breakdown") is None, "a schema 1 row has no env_steps_breakdown")
+            data = dict(data, step_count=BEFORE_ISSUE_39)
+        else:
+            _check(
+                data.get("step_count") == EVERY_SIMULATED_STEP,
+                f"step_count must be {EVERY_SIMULATED_STEP!r} in schema {schema}, got {data.get('step_count')!r}",
+            )
         for key in ("benchmark", "race", "algorithm", "env", "date"):
             if not isinstance(data[key], str) or not data[key]:
                 raise ValueError(f"{key} must be a non-empty string, got {data[key]!r}")
@@ -187,8 +250,24 @@ class RunRow:
         curve = _curve(data["curve"])
         target = data.get("target")
         _check(target is None or _is_number(target), f"target must be a number or null, got {target!r}")
-        fields = dict(data, machine=Machine(**machine), curve=curve)
+        breakdown = _breakdown(data.get("env_steps_breakdown"), len(curve.env_steps))
+        fields = dict(data, machine=Machine(**machine), curve=curve, env_steps_breakdown=breakdown)
         return cls(**fields)
+
+
+def step_rule(row: RunRow) -> str:
+    """How the row's env steps were counted, as a key that equal counts share: ``"every step"``
+    (rows since issue 39, and older rows of algorithms on RLlib's env runners, which counted every
+    sampled step then as now) or ``"before issue 39, <family>"`` (:data:`OLD_RULE_FAMILY`)."""
+    family = OLD_RULE_FAMILY.get(row.registered_algorithm)
+    if row.step_count == EVERY_SIMULATED_STEP or family is None:
+        return "every step"
+    return f"before issue 39, {family}"
+
+
+def counted_short(row: RunRow) -> bool:
+    """Whether the row's env steps leave out steps the algorithm simulated (the old rule's families)."""
+    return step_rule(row) != "every step"
 
 
 def _check(ok: bool, message: str) -> None:
@@ -218,6 +297,27 @@ def _curve(data: Any) -> Curve:
         wall_s=[float(v) for v in lists[1]],
         eval_return=[float(v) for v in lists[2]],
     )
+
+
+def _breakdown(data: Any, n: int) -> dict[str, list[int | None]] | None:
+    if data is None:
+        return None
+    from rllib_ext.common.steps import BREAKDOWN_KEYS
+
+    _check(
+        isinstance(data, dict) and set(data) == set(BREAKDOWN_KEYS),
+        f"env_steps_breakdown must be {{{', '.join(BREAKDOWN_KEYS)}}}",
+    )
+    for key in BREAKDOWN_KEYS:
+        values = data[key]
+        _check(
+            isinstance(values, list) and len(values) == n, f"env_steps_breakdown.{key} must have one value per point"
+        )
+        _check(
+            all(v is None or (_is_number(v) and v >= 0) for v in values),
+            f"env_steps_breakdown.{key} values must be numbers >= 0 or null",
+        )
+    return {key: [None if v is None else int(v) for v in data[key]] for key in BREAKDOWN_KEYS}
 
 
 def append_row(path: str, row: RunRow) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -98,3 +99,84 @@ def test_group_by_keeps_first_seen_order():
     groups = rows_lib.group_by(rows, "env", "algorithm")
     assert list(groups) == [("CartPole-v1", "B"), ("CartPole-v1", "A")]
     assert [r.seed for r in groups[("CartPole-v1", "B")]] == [0, 0 + 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Env steps: rows since issue 39 say how they were counted and where the steps went (schema 2);
+# rows before (schema 1) are still read, as counted the old way.
+# ---------------------------------------------------------------------------------------------
+BREAKDOWN = {
+    "env_steps_used_lifetime": [None, 400, 800],
+    "env_steps_evaluation_lifetime": [None, 100, 150],
+    "env_steps_wasted_lifetime": [None, 0, 30],
+    "env_steps_pending": [None, 0, 20],
+}
+
+
+def old_row_dict(**changes) -> dict:
+    """A row as the harness wrote it before issue 39 (schema 1: no step_count, no breakdown)."""
+    data = json.loads(make_row().to_json())
+    for key in ("step_count", "env_steps_breakdown"):
+        del data[key]
+    return {**data, "schema": 1, **changes}
+
+
+def test_a_new_row_says_how_its_steps_were_counted_and_keeps_the_breakdown(tmp_path):
+    row = make_row(env_steps_breakdown=BREAKDOWN)
+    assert (row.schema, row.step_count) == (2, rows_lib.EVERY_SIMULATED_STEP)
+    path = str(tmp_path / "r.jsonl")
+    rows_lib.append_row(path, row)
+    assert rows_lib.read_rows(path) == [row]
+    assert row.breakdown_at_end() == {
+        "env_steps_used_lifetime": 800,
+        "env_steps_evaluation_lifetime": 150,
+        "env_steps_wasted_lifetime": 30,
+        "env_steps_pending": 20,
+    }
+    assert make_row().breakdown_at_end() is None  # an algorithm that logs none
+
+
+def test_a_row_of_schema_1_reads_as_counted_before_issue_39_and_round_trips():
+    old = RunRow.from_dict(old_row_dict())
+    assert (old.schema, old.step_count, old.env_steps_breakdown) == (1, rows_lib.BEFORE_ISSUE_39, None)
+    assert RunRow.from_dict(json.loads(old.to_json())) == old
+
+
+def test_every_committed_row_still_reads():
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "results")
+    rows = rows_lib.read_all(root)
+    assert rows and all(r.schema in rows_lib.READABLE_SCHEMAS for r in rows)
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (old_row_dict(step_count="every-simulated-step"), "counted before issue 39"),
+        (old_row_dict(env_steps_breakdown=BREAKDOWN), "no env_steps_breakdown"),
+        ({**json.loads(make_row().to_json()), "step_count": "used-returns"}, "step_count must be"),
+        ({**json.loads(make_row().to_json()), "env_steps_breakdown": {"used": [1, 2, 3]}}, "env_steps_breakdown must"),
+        (
+            {**json.loads(make_row().to_json()), "env_steps_breakdown": {**BREAKDOWN, "env_steps_pending": [0]}},
+            "one value per point",
+        ),
+        (
+            {**json.loads(make_row().to_json()), "env_steps_breakdown": {**BREAKDOWN, "env_steps_pending": [0, -1, 2]}},
+            ">= 0 or null",
+        ),
+    ],
+)
+def test_a_bad_step_count_or_breakdown_is_refused(data, message):
+    with pytest.raises(ValueError, match=message):
+        RunRow.from_dict(data)
+
+
+def test_step_rule_of_each_family_before_and_since_issue_39():
+    def old(name):
+        return RunRow.from_dict(old_row_dict(algorithm="X", settings={"registered_algorithm": name}))
+
+    assert rows_lib.step_rule(old("TD3_EXT")) == rows_lib.step_rule(old("APPO")) == "every step"  # as now
+    assert rows_lib.step_rule(old("DFD_EXT")) == rows_lib.step_rule(old("ES_EXT")) == "before issue 39, black-box"
+    assert rows_lib.step_rule(old("AESRL_EXT")) == "before issue 39, AES-RL"
+    assert rows_lib.counted_short(old("CEMRL_EXT")) and not rows_lib.counted_short(old("IMPACT_EXT"))
+    new = make_row(algorithm="X", settings={"registered_algorithm": "AESRL_EXT"})
+    assert rows_lib.step_rule(new) == "every step" and not rows_lib.counted_short(new)
