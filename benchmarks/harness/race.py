@@ -28,6 +28,10 @@ hits every algorithm alike. Each run is built through the registry
 (:func:`rllib_ext.registry.resolve_algorithm_class`) from the algorithm's default config, the
 ``--common`` values (applied to every algorithm) and the algorithm's own ``--set`` values, and
 trained with ``algo.train()`` until the env-step or wall-clock budget (whichever comes first).
+The env-step budget is on ``env_runners/num_env_steps_sampled_lifetime``: every env step the
+algorithm simulates, in every family (its perturbations, its own evaluation episodes, AES-RL's μ
+re-evaluations, warm-up, dropped and failed episodes; design.md, convention 12); the race's own
+evaluation episodes are not in it.
 Every ``--eval-every-env-steps`` env steps (and before training, and at the end) the current
 policy plays ``--eval-episodes`` episodes with deterministic actions; the mean return is the
 curve's point. Wall time counts ``train()`` only (not building, not evaluating). Each finished run
@@ -42,7 +46,11 @@ result; the black-box family logs its own metrics at top level under ``blackbox/
 ``blackbox/eta_u`` with the ``dsgd`` optimizer, ``blackbox/grad_norm``; RLlib's learners under
 ``learners/default_policy/...``), and, for algorithms with an integer ``update_index`` (the
 black-box family), ``updates``: the updates computed so far. A missing or non-finite value, and
-every ``train()`` metric at the pre-training point, is null.
+every ``train()`` metric at the pre-training point, is null. The row itself says how its steps
+were counted (``step_count``: every simulated step) and keeps, at each curve point, where they
+went: ``env_steps_breakdown`` (``env_runners/env_steps_used_lifetime``, ``..._evaluation_...``,
+``..._wasted_...``, ``env_steps_pending``; :mod:`rllib_ext.common.steps`), null where the result has
+none.
 
 Like with like, checked before any run starts (one error naming the setting):
 
@@ -108,7 +116,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks._args import parse_set
-from benchmarks.harness.rows import Curve, Machine, RunRow, append_row
+from benchmarks.harness.rows import (
+    EVERY_SIMULATED_STEP,
+    OLD_RULE_FAMILY,
+    OLD_RULE_LEFT_OUT,
+    Curve,
+    Machine,
+    RunRow,
+    append_row,
+    counted_short,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS_DIR = os.path.join(os.path.dirname(HERE), "results")
@@ -324,12 +341,22 @@ def check_resources(entries: Sequence[Entry]) -> None:
 # Running.
 # ---------------------------------------------------------------------------------------------
 def env_steps_of(result: dict[str, Any]) -> int:
-    """Env steps sampled for training so far, from a ``train()`` result."""
+    """Env steps the algorithm simulated so far (the budget), from a ``train()`` result:
+    ``env_runners/num_env_steps_sampled_lifetime``, or its copy at the top level."""
     runners = result.get("env_runners", {})
-    for value in (result.get("num_env_steps_sampled_lifetime"), runners.get("num_env_steps_sampled_lifetime")):
+    for value in (runners.get("num_env_steps_sampled_lifetime"), result.get("num_env_steps_sampled_lifetime")):
         if isinstance(value, (int, float)):
             return int(value)
     raise KeyError("num_env_steps_sampled_lifetime is not in the train() result")
+
+
+def breakdown_of(result: dict[str, Any]) -> dict[str, int | None]:
+    """Where the env steps went (used, evaluation, wasted, pending: ``env_runners/<name>`` of
+    :data:`rllib_ext.common.steps.BREAKDOWN_KEYS`), None for each the result lacks."""
+    from rllib_ext.common.steps import BREAKDOWN_KEYS
+
+    values = {key: metric_of(result, f"env_runners/{key}") for key in BREAKDOWN_KEYS}
+    return {key: None if v is None else int(v) for key, v in values.items()}
 
 
 def metric_of(result: dict[str, Any], path: str) -> float | None:
@@ -366,9 +393,10 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
     seed) pairs that already have a row.
 
     Every existing row must share this invocation's protocol and machine (the machine may differ
-    with ``--other-machine``), an entry that already has rows must have been run with the same
-    settings, and no (algorithm, seed) may run twice (with ``resume`` such a pair is skipped
-    instead).
+    with ``--other-machine``) and the way env steps are counted (rows of the black-box family or
+    the ERL algorithms written before issue 39 counted fewer: new runs never join them), an entry
+    that already has rows must have been run with the same settings, and no (algorithm, seed) may
+    run twice (with ``resume`` such a pair is skipped instead).
     """
     from benchmarks.harness.rows import read_rows
 
@@ -377,6 +405,13 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
     protocol, machine = protocol_of(args), Machine.this()
     by_label = {e.label: e for e in entries}
     for row in rows:
+        if counted_short(row):
+            family = OLD_RULE_FAMILY[row.registered_algorithm]
+            raise RaceError(
+                f"{flag}: {path} was counted before issue 39: its {row.algorithm} rows left out "
+                f"{OLD_RULE_LEFT_OUT[family]}, new runs count every simulated step; the two do not mix in one "
+                "race: give a new --race"
+            )
         if row.protocol != protocol:
             raise RaceError(f"{flag}: {path} was run with protocol {row.protocol}, this invocation has {protocol}")
         if row.machine != machine and not args.other_machine:
@@ -424,6 +459,11 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
             raise RaceError(
                 f"--resume: {where} was started with other settings, protocol or machine; delete it to start over"
             )
+        if state.get("step_count") != EVERY_SIMULATED_STEP:
+            raise RaceError(
+                f"--resume: {where} was started before issue 39, when env steps were counted the old way; its "
+                "curve would mix two counts: delete it to start over"
+            )
         algo = entry.algo_cls.from_checkpoint(os.path.join(where, "checkpoint"))
     else:
         config = entry.config.copy(copy_frozen=False)
@@ -444,6 +484,8 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
             "episode_returns": [],
             "train_returns": [],
             "recorded": {key: [] for key in args.record},
+            "step_count": EVERY_SIMULATED_STEP,
+            "breakdown": None,  # {name: [...]} from the first point
             # The black-box family counts its updates (runs of one budget differ in how many they compute).
             "updates": [] if isinstance(getattr(algo, "update_index", None), int) else None,
         }
@@ -463,6 +505,11 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
         state["train_returns"].append(train_return)
         for key, values in recorded.items():
             values.append(metric_of(result, key))
+        breakdown = breakdown_of(result)
+        if state["breakdown"] is None:
+            state["breakdown"] = {key: [] for key in breakdown}
+        for key, value in breakdown.items():
+            state["breakdown"][key].append(value)
         if updates is not None:
             updates.append(int(algo.update_index))
         ret = curve["eval_return"][-1]
@@ -518,6 +565,8 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
         date=state["date"],
         curve=Curve(**curve),
         target=args.target,
+        step_count=EVERY_SIMULATED_STEP,
+        env_steps_breakdown=state["breakdown"],
         extra={
             "eval_episode_returns": state["episode_returns"],
             "train_return_mean": state["train_returns"],

@@ -30,6 +30,12 @@ def test_race_writes_one_row_per_run(ray_session, tmp_path):
     assert row.extra["iterations"] >= 2
     assert set(race.EXECUTION_KEYS) <= set(row.shared_keys)
     assert row.protocol["eval_episodes"] == 2
+    # Every simulated step is the budget, and the row keeps where the steps went: they sum to it.
+    assert row.step_count == "every-simulated-step"
+    breakdown = row.env_steps_breakdown
+    for i, total in enumerate(row.curve.env_steps[1:], start=1):
+        assert sum(values[i] for values in breakdown.values()) == total
+    assert breakdown["env_steps_used_lifetime"][-1] > 0
     # The same race id again is refused (rows are appended, never overwritten).
     assert race.main(argv) == 2
 

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from benchmarks.harness import race
-from benchmarks.harness.rows import append_row
+from benchmarks.harness.rows import EVERY_SIMULATED_STEP, append_row
 
 COMMON = {
     "model_config": {"fcnet_hiddens": [16]},
@@ -107,6 +107,9 @@ def test_no_budget_is_a_usage_error(capsys):
 def test_env_steps_of_reads_either_place():
     assert race.env_steps_of({"num_env_steps_sampled_lifetime": 7}) == 7
     assert race.env_steps_of({"env_runners": {"num_env_steps_sampled_lifetime": 9}}) == 9
+    # The budget is env_runners/num_env_steps_sampled_lifetime: every step simulated (issue 39).
+    both = {"num_env_steps_sampled_lifetime": 7, "env_runners": {"num_env_steps_sampled_lifetime": 9}}
+    assert race.env_steps_of(both) == 9
     with pytest.raises(KeyError):
         race.env_steps_of({})
 
@@ -427,3 +430,70 @@ def test_recorded_command_leaves_out_where_the_rows_were_kept(where):
     for gone in ("elsewhere", "--results-dir", "--stop-after-s", "--resume", "--dry-run", "7500"):
         assert gone not in args.command_line
     assert args.command_line.endswith(" ".join([*BASE[2:], "--set", "APPO:lr=0.1", "--seeds", "3"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Env steps (issue 39): a row says how its steps were counted and keeps where they went.
+# ---------------------------------------------------------------------------------------------
+class FakeCounted(FakeAlgo):
+    """Logs the breakdown as every family does since issue 39: a tenth of the steps evaluate θ."""
+
+    def train(self):
+        result = super().train()
+        used, evaluation = self.steps * 9 // 10, self.steps // 10
+        result["env_runners"].update(
+            num_env_steps_sampled_lifetime=self.steps,
+            env_steps_used_lifetime=used,
+            env_steps_evaluation_lifetime=evaluation,
+            env_steps_wasted_lifetime=0,
+            env_steps_pending=0,
+        )
+        return result
+
+
+def test_a_row_records_the_step_rule_and_the_breakdown_along_its_curve(tmp_path):
+    row = run_fake(tmp_path, FakeCounted)
+    assert row.step_count == EVERY_SIMULATED_STEP and row.schema == 2
+    assert row.curve.env_steps == [0, 200, 300]
+    assert row.env_steps_breakdown == {
+        "env_steps_used_lifetime": [None, 180, 270],
+        "env_steps_evaluation_lifetime": [None, 20, 30],
+        "env_steps_wasted_lifetime": [None, 0, 0],
+        "env_steps_pending": [None, 0, 0],
+    }
+    plain = run_fake(tmp_path, FakeAlgo)  # an algorithm that logs no breakdown: nulls
+    assert all(values == [None, None, None] for values in plain.env_steps_breakdown.values())
+
+
+def test_append_refuses_rows_counted_the_old_way_where_the_count_changed(tmp_path):
+    """New runs never join rows whose family counted fewer steps before issue 39 (ES_EXT here);
+    rows of algorithms that counted every step then as now (IMPACT_EXT) they may join."""
+    row = run_fake(tmp_path, FakeAlgo)  # "L" (ES_EXT) seed 0 in tmp_path / "r.jsonl"
+    path = tmp_path / "r.jsonl"
+    data = json.loads(path.read_text())
+    for key in ("step_count", "env_steps_breakdown"):
+        del data[key]
+    path.write_text(json.dumps({**data, "schema": 1}) + "\n")
+    argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
+    args, _ = race.parse_args([*argv, "--seeds", "1", "--append"])
+    entry = fake_entry(FakeAlgo, settings=dict(row.settings))
+    with pytest.raises(race.RaceError, match="counted before issue 39: its L rows left out .*give a new --race"):
+        race.check_append(str(path), [entry], args)
+    settings = {**data["settings"], "registered_algorithm": "IMPACT_EXT"}
+    path.write_text(json.dumps({**data, "schema": 1, "settings": settings}) + "\n")
+    entry = race.Entry("L", "IMPACT_EXT", FakeAlgo, FakeConfig(FakeAlgo), settings, lambda algo, k: [1.0] * k)
+    assert race.check_append(str(path), [entry], args) == {("L", 0)}
+
+
+def test_a_run_paused_before_issue_39_is_not_resumed(tmp_path):
+    args = fake_args(tmp_path, budget=900)
+    with pytest.raises(race.RunPaused):
+        race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None, deadline=0.0)
+    state_path = os.path.join(race.partial_dir(args, "r", "L", 0), "state.json")
+    with open(state_path) as f:
+        state = json.load(f)
+    del state["step_count"]  # as the harness wrote it before issue 39
+    with open(state_path, "w") as f:
+        json.dump(state, f)
+    with pytest.raises(race.RaceError, match="started before issue 39.*delete it to start over"):
+        race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None)
