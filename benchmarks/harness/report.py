@@ -22,6 +22,17 @@ exception: rows that differ only in the machine (``race --other-machine``) of a 
 env steps alone stay comparable per env step (returns, probability of improvement), and the table
 and the figure say that their wall times are not.
 
+Env steps (issue 39): rows written since count every env step the algorithm simulated, and the
+table shows per entry where they went (used / evaluation / wasted / pending at the end, IQM over
+seeds). Rows written before counted the black-box family (ES_EXT, DFD_EXT, CVES_EXT, ARS_EXT) and
+the ERL algorithms (AESRL_EXT, CEMRL_EXT) short (:data:`benchmarks.harness.rows.OLD_RULE_LEFT_OUT`):
+such a race says its step axis is "counted the old way (before issue 39)", and where it holds other
+families "not comparable across families", in the table and in its figure; the table gives, where
+the rows allow it, an estimate of the steps simulated (:func:`recount`); and the probability of
+improvement of a race with an env-step budget is not given between entries counted by different
+rules. Rows of one race counted under both rules are never pooled: each algorithm's rows of each
+rule are an entry of their own, and the race is NOT comparable.
+
 Usage: ``.venv/bin/python -m benchmarks.harness.report [--results-dir D] [--figures-dir D]
 [--results-md FILE]``.
 """
@@ -29,6 +40,7 @@ Usage: ``.venv/bin/python -m benchmarks.harness.report [--results-dir D] [--figu
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -37,7 +49,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchmarks.harness.rows import RowError, RunRow, group_by, read_all, read_measurements
+from benchmarks.harness.rows import (
+    EVERY_SIMULATED_STEP,
+    OLD_RULE_FAMILY,
+    OLD_RULE_LEFT_OUT,
+    RowError,
+    RunRow,
+    counted_short,
+    group_by,
+    read_all,
+    read_measurements,
+    step_rule,
+)
 from rllib_ext import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,7 +100,176 @@ def differing_keys(rows: Sequence[RunRow]) -> list[str]:
             found.append(name)
     if differ(r.target for r in rows):
         found.append("target")
+    if mixes_step_counts(rows):
+        found.append("step_count")
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Env steps counted before issue 39.
+# ---------------------------------------------------------------------------------------------
+#: The defaults of the settings :func:`recount` reads, as they were when the rows of schema 1 were
+#: written (2026-11-22 to 27; a row's ``settings`` hold only what its race set).
+OLD_DEFAULTS = {
+    "ES_EXT": {"eval_episodes": 0, "episodes_per_batch": 40},
+    "DFD_EXT": {"eval_episodes": 0, "episodes_per_batch": 40},
+    "CVES_EXT": {"eval_episodes": 0, "episodes_per_batch": 10},
+    "ARS_EXT": {"eval_episodes": 0, "episodes_per_batch": 16},
+    "AESRL_EXT": {
+        "mean_fitness": "reevaluate",
+        "mean_eval_episodes": 5,
+        "mean_rule": "baseline_relative",
+        "variance_rule": "online_adaptive",
+    },
+}
+#: AES-RL's mean rules that need f(μ) (``aesrl_learner.RULES_NEEDING_F_MU``), as then.
+_AESRL_RULES_NEEDING_F_MU = ("one_plus_one", "fixed_linear", "fixed_sigmoid", "baseline_absolute", "baseline_relative")
+
+
+def mixes_step_counts(rows: Sequence[RunRow]) -> bool:
+    """Whether some rows count every simulated step and others (of the old rule's families) do not."""
+    return any(r.step_count == EVERY_SIMULATED_STEP for r in rows) and any(counted_short(r) for r in rows)
+
+
+def entry_groups(rows: Sequence[RunRow]) -> dict[str, list[RunRow]]:
+    """A race's entries: its rows by algorithm, in first-seen order; an algorithm whose rows were
+    counted under two rules (:func:`benchmarks.harness.rows.step_rule`) is two entries, never pooled."""
+    out: dict[str, list[RunRow]] = {}
+    for (algo,), runs in group_by(rows, "algorithm").items():
+        by_rule = group_by(runs, "step_count") if len({step_rule(r) for r in runs}) > 1 else {(None,): runs}
+        for (count,), part in by_rule.items():
+            out[algo if count is None else f"{algo} [{count}]"] = part
+    return out
+
+
+def step_axis_note(rows: Sequence[RunRow]) -> str | None:
+    """What a race's step axis is, where its rows were counted before issue 39 short; else None."""
+    if not any(counted_short(r) for r in rows):
+        return None
+    if mixes_step_counts(rows):
+        return "rows counted before and since issue 39: shown apart, not comparable"
+    if len({step_rule(r) for r in rows}) > 1:
+        return "counted the old way (before issue 39): not comparable across families"
+    return "counted the old way (before issue 39), one family's rule: not comparable with steps counted since"
+
+
+@dataclasses.dataclass(frozen=True)
+class Recount:
+    """What the old rule left out of one row, as far as the row tells.
+
+    Attributes:
+        uncounted: Estimated env steps simulated but not counted, at the end (None: not derivable).
+        lower_bound: Other steps were left out that the row does not record (stale, failed, ...).
+        what: What ``uncounted`` is, e.g. "μ re-evaluation steps".
+    """
+
+    uncounted: float | None
+    lower_bound: bool
+    what: str
+
+
+def _max_episode_steps(env: str) -> int | None:
+    import gymnasium
+
+    try:
+        return gymnasium.spec(env).max_episode_steps
+    except Exception:  # an env id gymnasium does not know: no cap
+        return None
+
+
+def recount(row: RunRow) -> Recount | None:
+    """An estimate of the env steps a row counted before issue 39 left out (None: it left none out).
+
+    - AES-RL (``mean_fitness="reevaluate"``, a rule that needs f(μ)): each told individual cost one
+      evaluation of μ, ``mean_eval_episodes`` (K) episodes: ≈ u·K·L̄ steps, u the told individuals
+      (``extra.updates``), L̄ the env steps per told individual (counted ÷ u, at most the env's
+      ``max_episode_steps``: exact where every episode runs to the time limit, e.g. HalfCheetah).
+    - The black-box family: θ_u's ``eval_episodes`` (E) episodes per update: ≈ u·E·L̄, L̄ the
+      counted steps per used episode (counted ÷ (u·N), N = ``episodes_per_batch``), taking θ_u's
+      episodes as long as the perturbed ones; stale, dropped and failed returns are not recorded
+      (a lower bound).
+    - CEM-RL: failed and no-longer-awaited individuals only, not recorded (a lower bound).
+    """
+    if not counted_short(row):
+        return None
+    name, family = row.registered_algorithm, OLD_RULE_FAMILY[row.registered_algorithm]
+    settings = {**OLD_DEFAULTS.get(name, {}), **row.settings}
+    counted = float(row.curve.env_steps[-1])
+    updates = (row.extra.get("updates") or [None])[-1]
+    if family == "CEM-RL":
+        return Recount(0.0, True, "steps")
+    if not updates:
+        return Recount(None, True, "steps")
+    if family == "AES-RL":
+        needs_f_mu = settings["mean_rule"] in _AESRL_RULES_NEEDING_F_MU or settings["variance_rule"] == "success_rule"
+        if not needs_f_mu:
+            return Recount(0.0, True, "μ re-evaluation steps")
+        if settings["mean_fitness"] != "reevaluate":
+            return Recount(None, True, "μ evaluation steps")
+        length = counted / updates
+        cap = _max_episode_steps(row.env)
+        length = min(length, cap) if cap else length
+        return Recount(updates * settings["mean_eval_episodes"] * length, False, "μ re-evaluation steps")
+    episodes, per_batch = settings.get("eval_episodes"), settings.get("episodes_per_batch")
+    if not isinstance(episodes, int) or not isinstance(per_batch, int) or per_batch <= 0:
+        return Recount(None, True, "θ_u evaluation steps")
+    return Recount(updates * episodes * counted / (updates * per_batch), True, "θ_u evaluation steps")
+
+
+def recount_cell(runs: Sequence[RunRow]) -> str:
+    """The table's env-steps breakdown of one entry: where its steps went (rows since issue 39), or
+    what the old count left out and the estimated total (rows before); IQM over its runs."""
+    ends = [r.breakdown_at_end() for r in runs]
+    if all(ends):
+        return " / ".join(_fmt(stats.iqm([e[k] for e in ends]), "steps") for k in ends[0])
+    recounts = [recount(r) for r in runs]
+    if all(rc is None for rc in recounts):
+        if all(r.step_count == EVERY_SIMULATED_STEP for r in runs):
+            return "not logged"
+        return "every sampled step (counted as now)"
+    if any(rc is None or rc.uncounted is None for rc in recounts):
+        return "counted the old way; not derivable from the rows"
+    counted = [float(r.curve.env_steps[-1]) for r in runs]
+    left_out = [rc.uncounted for rc in recounts]
+    total = stats.iqm([c + u for c, u in zip(counted, left_out, strict=True)])
+    share = stats.iqm([u / (c + u) for c, u in zip(counted, left_out, strict=True)])
+    bound = "≥ " if any(rc.lower_bound for rc in recounts) else "≈ "
+    if not any(left_out):
+        return f"counted the old way: {bound}{_fmt(total, 'steps')} simulated (what it left out is not recorded)"
+    return (
+        f"counted the old way: {bound}{_fmt(total, 'steps')} simulated, of which ≈ {_fmt(stats.iqm(left_out), 'steps')} "
+        f"{recounts[0].what} ({100 * share:.0f}%) not counted"
+    )
+
+
+#: How :func:`recount` estimates what each family's old count left out (the table's note).
+RECOUNT_HOW = {
+    "AES-RL": "μ re-evaluation steps ≈ told individuals (updates) × mean_eval_episodes × steps per told "
+    "individual (at most the env's episode limit)",
+    "black-box": "θ_u evaluation steps ≈ updates × eval_episodes × counted steps per used episode "
+    "(θ_u's episodes taken as long as the perturbed ones)",
+    "CEM-RL": "nothing recorded to add",
+}
+
+
+def old_count_lines(race_rows: Sequence[RunRow]) -> list[str]:
+    """Markdown lines under a race whose rows were counted before issue 39: what each family left out,
+    and how the table estimates it."""
+    short = [r for r in race_rows if counted_short(r)]
+    if not short:
+        return []
+    parts = []
+    families: dict[str, list[RunRow]] = {}
+    for r in short:
+        families.setdefault(OLD_RULE_FAMILY[r.registered_algorithm], []).append(r)
+    for family, rows in sorted(families.items()):
+        labels = ", ".join(dict.fromkeys(r.algorithm for r in rows))
+        parts.append(f"{family} ({labels}) left out {OLD_RULE_LEFT_OUT[family]}; {RECOUNT_HOW[family]}")
+    return [
+        f"Env steps of this race were **{step_axis_note(race_rows)}**: " + "; ".join(parts) + ' ("≥" where the '
+        "rows do not record the rest: stale, dropped, failed returns).",
+        "",
+    ]
 
 
 def comparability(rows: Sequence[RunRow]) -> tuple[list[str], bool]:
@@ -145,13 +337,15 @@ def target_cells(rows: Sequence[RunRow]) -> tuple[str, str, str]:
 
 def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
     """Markdown lines: P(row > column) of the final evaluation return, [95% CI], per pair of algorithms."""
-    finals = {
-        algo: np.array([r.final_return for r in runs], dtype=float)
-        for (algo,), runs in group_by(race_rows, "algorithm").items()
-    }
+    groups = entry_groups(race_rows)
+    finals = {algo: np.array([r.final_return for r in runs], dtype=float) for algo, runs in groups.items()}
     if len(finals) < 2:
         return []
     names = list(finals)
+    # With an env-step budget, entries counted by different rules were given different numbers of steps.
+    per_step = bool(race_rows[0].protocol.get("budget_env_steps"))
+    rule = {algo: {step_rule(r) for r in runs} for algo, runs in groups.items()}
+    refused = False
     lines = [
         "Probability of improvement, P(row > column) of the final evaluation return [95% CI] (ties count "
         "half; runs of each resampled independently):",
@@ -165,9 +359,19 @@ def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
             if x == y:
                 cells.append("—")
                 continue
+            if per_step and rule[x] != rule[y]:
+                cells.append("n/c †")
+                refused = True
+                continue
             p = stats.probability_of_improvement([finals[x]], [finals[y]], seed=SEED)
             cells.append(f"{p.point:.2f} [{p.low:.2f}, {p.high:.2f}]")
         lines.append(f"| {x} | " + " | ".join(cells) + " |")
+    if refused:
+        lines += [
+            "",
+            "† not compared: the two entries' env steps were counted by different rules (before issue 39), so "
+            "the budget gave them different numbers of simulated env steps.",
+        ]
     return lines + [""]
 
 
@@ -199,15 +403,24 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                 f"every {protocol.get('eval_every_env_steps')} env steps, {protocol.get('eval_episodes')} "
                 f"episodes, deterministic actions; {verdict(race_rows)}."
             )
+            note = step_axis_note(race_rows)
+            if note:
+                lines[-1] += f" Step axis **{note}**."
             shared = {k: first.settings[k] for k in first.shared_keys if k in first.settings}
             lines += ["", f"Shared settings: `{json.dumps(shared, sort_keys=True)}`", ""]
             has_target = first.target is not None
+            # Where the steps went: rows since issue 39 log it; rows counted short before get an estimate.
+            has_steps = any(r.breakdown_at_end() for r in race_rows) or note is not None
             header = "| algorithm | seeds | final eval return, IQM [95% CI] | per-seed final (seed: return) "
             header += "| env steps, wall s (, updates) at the end (IQM) |"
+            if has_steps:
+                header += (
+                    " env steps used / evaluation / wasted / pending at the end (IQM), or what the old count left out |"
+                )
             if has_target:
                 header += f" reached (target {first.target:g}) | env steps to target | wall s to target |"
             lines += [header, "|---" * header.count(" | ") + "|---|"]
-            for (algo,), runs in group_by(race_rows, "algorithm").items():
+            for algo, runs in entry_groups(race_rows).items():
                 runs = sorted(runs, key=lambda r: r.seed)
                 finals = [r.final_return for r in runs]
                 per_seed = ", ".join(f"{r.seed}: {r.final_return:.1f}" for r in runs)
@@ -218,10 +431,13 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                 if all(r.extra.get("updates") for r in runs):  # the black-box family's update count u
                     end += f", {stats.iqm([r.extra['updates'][-1] for r in runs]):.0f} updates"
                 line = f"| {algo} | {len(runs)} | {_interval(finals)} | {per_seed} | {end} |"
+                if has_steps:
+                    line += f" {recount_cell(runs)} |"
                 if has_target:
                     line += " {} | {} | {} |".format(*target_cells(runs))
                 lines.append(line)
             lines.append("")
+            lines += old_count_lines(race_rows)
             lines += improvement_table(race_rows)
             own = {(r.algorithm): {k: v for k, v in r.settings.items() if k not in r.shared_keys} for r in race_rows}
             lines.append("<details><summary>each algorithm's own settings, and the command</summary>")
@@ -256,10 +472,11 @@ def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
     races = group_by(rows, "race")
     fig, axes = plt.subplots(len(races), 2, figsize=(12, 4.5 * len(races)), sharey="row", squeeze=False)
     for line, ((race,), race_rows) in zip(axes, races.items(), strict=True):
-        entries = group_by(race_rows, "algorithm")
+        entries = entry_groups(race_rows)
+        note = step_axis_note(race_rows)
         palette = "tab20" if len(entries) > 10 else "tab10"  # no two curves of a race share a colour
         for ax, x_field, xlabel in ((line[0], "env_steps", "env steps"), (line[1], "wall_s", "training wall time (s)")):
-            for i, ((algo,), runs) in enumerate(entries.items()):
+            for i, (algo, runs) in enumerate(entries.items()):
                 band = _curve_band(runs, x_field)
                 if band is None:
                     continue
@@ -267,12 +484,19 @@ def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
                 color = plt.get_cmap(palette)(i)
                 marker = "o" if grid.size <= 3 else None  # a run of one or two evaluations stays visible
                 label = f"{algo} (n={len(runs)})"
-                ax.step(grid, point, where="post", color=color, label=label, marker=marker, markersize=3)
+                # An entry whose steps were counted short (before issue 39): dashed, and said in the legend.
+                short = any(counted_short(r) for r in runs)
+                if short:
+                    label = f"{algo} (n={len(runs)}; steps counted before issue 39)"
+                style = "--" if short and x_field == "env_steps" else "-"
+                ax.step(
+                    grid, point, where="post", color=color, label=label, marker=marker, markersize=3, linestyle=style
+                )
                 ax.fill_between(grid, low, high, step="post", color=color, alpha=0.2, linewidth=0)
             target = race_rows[0].target
             if target is not None:
                 ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
-            ax.set_xlabel(xlabel)
+            ax.set_xlabel(f"{xlabel}\n({note})" if note and x_field == "env_steps" else xlabel)
             ax.grid(alpha=0.3)
         line[0].set_ylabel("evaluation return (IQM over seeds, 95% CI)")
         line[0].set_title(f"race {race}", fontsize=9, loc="left")
@@ -293,8 +517,11 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
     out = {}
     for (benchmark, env), group in group_by(rows, "benchmark", "env").items():
         path = os.path.join(figures_dir, f"{_slug(benchmark)}_{_slug(env)}.png")
-        bad, machines = [], []
+        bad, machines, old = [], [], {}
         for (race,), rs in group_by(group, "race").items():
+            note = step_axis_note(rs)
+            if note:
+                old.setdefault(note, []).append(race)
             differ, per_env_step_only = comparability(rs)
             if per_env_step_only:
                 machines.append(race)
@@ -305,6 +532,8 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
             title += f"\nNOT comparable: race(s) {', '.join(bad)} (see RESULTS.md)"
         if machines:
             title += f"\nwall time NOT comparable (rows of several machines): race(s) {', '.join(machines)}"
+        for note, races in old.items():
+            title += f"\nstep axis {note}: race(s) {', '.join(races)}"
         draw_figure(group, path, title)
         out[(benchmark, env)] = os.path.relpath(path, relative_to)
     return out

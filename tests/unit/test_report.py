@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from benchmarks.harness import report
-from benchmarks.harness.rows import Curve, Machine, RunRow, append_row
+from benchmarks.harness.rows import BEFORE_ISSUE_39, Curve, Machine, RunRow, append_row
 
 
 def row(algorithm="A", seed=0, finals=(10.0, 50.0, 100.0), target=None, race="r1", **changes) -> RunRow:
@@ -225,3 +225,107 @@ def test_append_measurement_writes_what_read_measurements_reads(tmp_path):
     with pytest.raises(RowError, match="'benchmark'"):
         append_measurement(str(path), {"x": 3.0})
     assert len(path.read_text().splitlines()) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Env steps (issue 39): the breakdown per entry; rows counted the old way are marked, never pooled.
+# ---------------------------------------------------------------------------------------------
+def old(r: RunRow, name: str, **settings) -> RunRow:
+    """``r`` as a row written before issue 39 (schema 1) of the registered algorithm ``name``."""
+    return dataclasses.replace(
+        r,
+        schema=1,
+        step_count=BEFORE_ISSUE_39,
+        settings={**r.settings, **settings, "registered_algorithm": name},
+    )
+
+
+def halfcheetah(algo, name, seed, updates=None, **settings):
+    """A HalfCheetah race's row at 200k counted env steps (every episode 1000 steps)."""
+    r = row(algo, seed, finals=(0.0, 50.0, 100.0 + seed))
+    r = dataclasses.replace(
+        r,
+        env="HalfCheetah-v5",
+        protocol={**r.protocol, "budget_env_steps": 200_000},
+        curve=dataclasses.replace(r.curve, env_steps=[0, 100_000, 200_000]),
+        extra={**r.extra, **({"updates": [0, 100, updates]} if updates else {})},
+    )
+    return old(r, name, **settings)
+
+
+def test_the_breakdown_of_each_entry_is_shown_where_the_rows_have_it():
+    breakdown = {
+        "env_steps_used_lifetime": [None, 700, 1400],
+        "env_steps_evaluation_lifetime": [None, 200, 400],
+        "env_steps_wasted_lifetime": [None, 100, 150],
+        "env_steps_pending": [None, 0, 50],
+    }
+    rows = [dataclasses.replace(r, env_steps_breakdown=breakdown) if r.algorithm == "A" else r for r in race_rows()]
+    table = report.summary_table(rows, {})
+    assert "env steps used / evaluation / wasted / pending at the end (IQM)" in table
+    line_a = next(line for line in table.splitlines() if line.startswith("| A |"))
+    line_b = next(line for line in table.splitlines() if line.startswith("| B |"))
+    assert line_a.endswith("| 1.4k / 400 / 150 / 50 |") and line_b.endswith("| not logged |")
+    assert "old way" not in table and "n/c" not in table
+    assert "breakdown" not in report.summary_table(race_rows(), {})  # no row has one: no column
+
+
+def test_an_old_race_of_several_families_is_marked_and_not_compared_across_them(tmp_path):
+    rows = [halfcheetah("TD3", "TD3_EXT", s) for s in range(5)]
+    rows += [halfcheetah("CEM-RL", "CEMRL_EXT", s, updates=20) for s in range(5)]
+    rows += [halfcheetah("P-CEM-RL", "CEMRL_EXT", s, updates=20) for s in range(5)]
+    rows += [halfcheetah("AES-RL", "AESRL_EXT", s, updates=198) for s in range(5)]
+    note = "counted the old way (before issue 39): not comparable across families"
+    assert report.step_axis_note(rows) == note and report.differing_keys(rows) == []
+    table = report.summary_table(rows, {})
+    assert f"Step axis **{note}**" in table
+    cells = {
+        line.split(" | ")[0][2:]: line for line in table.splitlines() if line.startswith("| ") and " | 5 | " in line
+    }
+    assert cells["TD3"].endswith("| every sampled step (counted as now) |")
+    assert "counted the old way: ≥ 200.0k simulated" in cells["CEM-RL"]
+    # AES-RL: 198 told individuals x 5 μ episodes x 1000 steps (HalfCheetah's limit; 200k/198 > 1000).
+    assert "≈ 1190.0k simulated, of which ≈ 990.0k μ re-evaluation steps (83%) not counted" in cells["AES-RL"]
+    p_rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in table.splitlines() if " | n/c †" in line}
+    assert p_rows["TD3"][1:] == ["n/c †", "n/c †", "n/c † |"]  # TD3 counted every step, the others did not
+    assert p_rows["CEM-RL"][2].startswith("0.") and p_rows["CEM-RL"][3] == "n/c † |"  # CEM-RL vs P-CEM-RL: alike
+    assert "† not compared" in table
+    report.write_figures(rows, str(tmp_path), str(tmp_path))  # the title says it (drawn without error)
+
+
+def test_an_old_race_of_one_family_is_comparable_within_and_its_uncounted_evaluations_estimated():
+    # ES, 40 perturbations and 10 θ_u episodes per update: 1/5 of the steps were not counted.
+    rows = [old(r, "ES_EXT", eval_episodes=10, episodes_per_batch=40) for r in race_rows()]
+    rows = [dataclasses.replace(r, extra={**r.extra, "updates": [0, 5, 10]}) for r in rows]
+    assert (
+        report.step_axis_note(rows)
+        == "counted the old way (before issue 39), one family's rule: not comparable with steps counted since"
+    )
+    table = report.summary_table(rows, {})
+    assert "≥ 2.5k simulated, of which ≈ 500 θ_u evaluation steps (20%) not counted" in table
+    assert "| P(row > column) | A | B |" in table and "n/c" not in table
+    # With its default eval_episodes (0 then) nothing is estimated beyond what was counted.
+    plain = [old(r, "CVES_EXT") for r in race_rows()]
+    plain = [dataclasses.replace(r, extra={**r.extra, "updates": [0, 5, 10]}) for r in plain]
+    assert "≥ 2.0k simulated (what it left out is not recorded)" in report.summary_table(plain, {})
+
+
+def test_a_time_budget_compares_final_returns_whatever_the_step_count():
+    rows = [old(r, "ES_EXT" if r.algorithm == "A" else "TD3_EXT") for r in race_rows()]
+    timed = [dataclasses.replace(r, protocol={"budget_s": 60.0, "eval_every_env_steps": 1000}) for r in rows]
+    table = report.summary_table(timed, {})
+    assert "not comparable across families" in table and "n/c" not in table
+
+
+def test_rows_counted_before_and_since_issue_39_are_never_pooled():
+    rows = race_rows()
+    rows[:3] = [old(r, "ES_EXT") for r in rows[:3]]  # A's seeds 0-2 counted the old way, 3-4 since
+    rows[3:] = [dataclasses.replace(r, settings={**r.settings, "registered_algorithm": "ES_EXT"}) for r in rows[3:]]
+    assert report.differing_keys(rows) == ["step_count"]
+    assert list(report.entry_groups(rows)) == ["A [before-issue-39]", "A [every-simulated-step]", "B"]
+    table = report.summary_table(rows, {})
+    assert "**NOT comparable**: rows differ in step_count" in table
+    assert "| A [before-issue-39] | 3 |" in table and "| A [every-simulated-step] | 2 |" in table
+    # Old rows of algorithms that counted every step then as now join new ones.
+    rlib = [old(r, "IMPACT_EXT") if r.seed < 2 else r for r in race_rows()]
+    assert report.differing_keys(rlib) == [] and report.step_axis_note(rlib) is None
