@@ -28,6 +28,7 @@ from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.annotations import override
 
+from rllib_ext.common.steps import NUM_ENV_STEPS_DROPPED_LIFETIME
 from rllib_ext.common.validation import algo_name
 
 logger = logging.getLogger(__name__)
@@ -148,18 +149,41 @@ def raise_if_nonfinite(where: str, obs, rewards=None) -> None:
         raise NonFiniteEnvStepError(f"env {where} returned a {problem}")
 
 
+class StepTally:
+    """Env steps a runner's sub-envs took (``taken``), kept across env recreations."""
+
+    __slots__ = ("taken",)
+
+    def __init__(self):
+        self.taken = 0
+
+
 class FiniteValuesWrapper(gym.vector.VectorWrapper):
-    """Raises :class:`NonFiniteEnvStepError` for a NaN/inf observation (reset, step) or reward."""
+    """Raises :class:`NonFiniteEnvStepError` for a NaN/inf observation (reset, step) or reward.
+
+    With a ``tally`` it also counts the sub-env steps each ``step()`` takes, before it takes them
+    (so a step that fails counts): every sub-env but those whose episode ended on the previous
+    step, which gymnasium's next-step autoreset resets instead of stepping.
+    """
+
+    def __init__(self, env, tally: StepTally | None = None):
+        super().__init__(env)
+        self.tally = tally
+        self._ended = np.zeros(self.num_envs, dtype=bool)
 
     @override(gym.vector.VectorWrapper)
     def reset(self, *, seed=None, options=None):
         obs, infos = self.env.reset(seed=seed, options=options)
+        self._ended[:] = False
         raise_if_nonfinite("reset()", obs)
         return obs, infos
 
     @override(gym.vector.VectorWrapper)
     def step(self, actions):
+        if self.tally is not None:
+            self.tally.taken += int(self.num_envs - self._ended.sum())
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
+        self._ended = np.logical_or(terminateds, truncateds)
         raise_if_nonfinite("step()", obs, rewards)
         return obs, rewards, terminateds, truncateds, infos
 
@@ -219,10 +243,26 @@ class _FiniteEnvRunnerMixin:
 
 class FiniteSingleAgentEnvRunner(_FiniteEnvRunnerMixin, SingleAgentEnvRunner):
     """RLlib's SingleAgentEnvRunner with :class:`FiniteValuesWrapper` around its (vector) env
-    (see :class:`_FiniteEnvRunnerMixin`)."""
+    (see :class:`_FiniteEnvRunnerMixin`).
+
+    Every env step counts (issue 39): after a failed env step RLlib 2.60 drops the unfinished
+    episodes and restarts its step count for the ``sample()`` call at 0, so the steps taken
+    before the failure (and the failing one) were never reported. Here the sampled-steps metrics
+    get the steps the sub-envs really took (:class:`StepTally`), and the difference is logged as
+    ``num_env_steps_dropped_lifetime`` (the families book it as wasted).
+    """
 
     def _guard_env(self) -> None:
-        self.env = FiniteValuesWrapper(self.env)
+        if getattr(self, "_step_tally", None) is None:
+            self._step_tally = StepTally()
+        self.env = FiniteValuesWrapper(self.env, self._step_tally)
+
+    @override(SingleAgentEnvRunner)
+    def _increase_sampled_metrics(self, num_steps, num_episodes_completed):
+        taken, self._step_tally.taken = self._step_tally.taken, 0
+        if taken > num_steps:
+            self.metrics.log_value(NUM_ENV_STEPS_DROPPED_LIFETIME, taken - num_steps, reduce="lifetime_sum")
+        return super()._increase_sampled_metrics(max(taken, num_steps), num_episodes_completed)
 
     @staticmethod
     def _episode_ended(terminateds, truncateds) -> bool:

@@ -34,6 +34,9 @@ ENV_STEPS_USED_LIFETIME = "env_steps_used_lifetime"
 ENV_STEPS_EVALUATION_LIFETIME = "env_steps_evaluation_lifetime"
 ENV_STEPS_WASTED_LIFETIME = "env_steps_wasted_lifetime"
 ENV_STEPS_PENDING = "env_steps_pending"
+#: Env steps an RLlib env runner took whose episodes RLlib dropped after a failed env step
+#: (``common.guards.FiniteSingleAgentEnvRunner``); booked as wasted.
+NUM_ENV_STEPS_DROPPED_LIFETIME = "num_env_steps_dropped_lifetime"
 
 #: The breakdown's metric names (under ``env_runners/``), in the order reports show them.
 BREAKDOWN_KEYS = (ENV_STEPS_USED_LIFETIME, ENV_STEPS_EVALUATION_LIFETIME, ENV_STEPS_WASTED_LIFETIME, ENV_STEPS_PENDING)
@@ -86,9 +89,12 @@ def log_breakdown(metrics, *, used: int, evaluation: int = 0, wasted: int = 0, p
         metrics.log_value((ENV_RUNNER_RESULTS, key), int(value), reduce="max", window=1)
 
 
-def log_all_used(metrics, wasted: int = 0) -> None:
-    """The breakdown of a family whose every sampled step enters its learner (replay, train batch),
-    but ``wasted`` ones (e.g. batches a full queue dropped): read after RLlib's runner metrics were
-    aggregated into ``num_env_steps_sampled_lifetime``."""
+def log_all_used(metrics, wasted: int = 0, pending: int = 0) -> None:
+    """The breakdown of a family on RLlib's env runners, whose every sampled step enters its
+    learner (replay, train batch) but ``wasted`` ones (e.g. batches a full queue dropped) and the
+    episodes RLlib dropped after a failed env step (``FiniteSingleAgentEnvRunner``); read after
+    the runners' metrics were aggregated into ``num_env_steps_sampled_lifetime``."""
     total = int(metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0))
-    log_breakdown(metrics, used=total - int(wasted), wasted=int(wasted))
+    dropped = int(metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_DROPPED_LIFETIME), default=0))
+    wasted = int(wasted) + dropped
+    log_breakdown(metrics, used=total - wasted - int(pending), wasted=wasted, pending=int(pending))

@@ -69,3 +69,22 @@ def test_reported_env_steps_equal_the_steps_the_envs_took(ray_session, tmp_path,
         )
     else:
         assert reported == simulated, f"{name}: reported {reported}, the envs simulated {simulated}"
+
+
+@pytest.mark.parametrize("name", ["ES_EXT", "TD3_EXT", "VRACER_EXT"])
+@pytest.mark.parametrize("fault", ["raise", "nan_reward"])
+def test_failed_episodes_count_up_to_their_failure(ray_session, tmp_path, name, fault):
+    """An env that fails mid-episode: its steps up to the failure are counted, and booked as wasted
+    (RLlib 2.60's runner drops them from its own count; ``FiniteSingleAgentEnvRunner`` keeps them)."""
+    count_dir = str(tmp_path / "steps")
+    env_config = {"env": "rllib_ext/Faulty-v0", "count_dir": count_dir, "fault": fault, "fault_prob": 0.3}
+    config = small_config(name, env="rllib_ext/StepCounted-v0", env_config=env_config, num_env_runners=1)
+    algo = config.build_algo()
+    try:
+        for _ in range(ITERATIONS):
+            result = algo.train()
+    finally:
+        algo.stop()
+    runners = result["env_runners"]
+    assert runners["num_env_steps_sampled_lifetime"] == StepCounter.total(count_dir)
+    assert runners["env_steps_wasted_lifetime"] > 0
