@@ -10,9 +10,14 @@ Paper 002 (``../shared/papers/002_0511cdacd6792c57.txt``): Tang, Choromanski, Ku
 2. ĝ^es,1, ĝ^es,γ (Eq. 4), ĝ^re,γ (Eq. 7), ĝ^cv = ĝ^es,1 + η ⊙ (ĝ^es,γ − ĝ^re,γ) (Eq. 8) with
    App. C.2's normalization (:mod:`~rllib_ext.algorithms.cves.cves_learner`); one optimizer step
    (Adam, lr 0.01) along ĝ^cv.
-3. η ← η − α_η · (2/S)·mean_k(η⊙y_k² + y_k⊙x_k) over the S antithetic pairs of the batch (Eq. 9);
-   if ``adapt_gamma``, φ ← φ − α_φ ĝ_φ with γ = 1 − exp(φ) ≤ ``gamma_max`` and ĝ_φ the ES estimate
+3. η ← η − α_η · (2/S)·mean_k(η⊙y_k² + y_k⊙x_k) over the S antithetic pairs of the batch (Eq. 9).
+   γ is frozen by default (``adapt_gamma=False``, γ = 0.995, which App. C.1 allows); with
+   ``adapt_gamma``, φ ← φ − α_φ ĝ_φ with γ = 1 − exp(φ) ≤ ``gamma_max`` and ĝ_φ the ES estimate
    (Eq. 13) of ∇_φ ‖ĝ^cv(γ)‖² over N_φ perturbed γ's, evaluated on the same rollouts (App. C.1).
+   Why frozen: on Pendulum ‖ĝ^cv(γ)‖² falls monotonically up to γ = 1 (the control variate
+   turns ĝ^cv into the policy gradient as η → −1), so the adaptation only walks γ to
+   ``gamma_max`` (in 5–7 updates) while costing N_φ extra ĝ^pg per episode
+   (``docs/algorithms/cves_ext.md``, "Differences").
 4. The batch's mean reward sequence becomes the next batch's PG baseline (``pg_baseline``).
 
 ``control_variate=False`` turns CVES into ES with the same policy, normalization and sampler, so
@@ -48,8 +53,9 @@ class CVESConfig(BlackBoxConfig):
     §4 defaults: 2×32 ReLU MLP mean with a state-independent diagonal σ0 (``policy_head=
     "gaussian"``, actions sampled: ``explore_perturbations=True``), antithetic pairs with N = 5
     directions (``episodes_per_batch=10`` rollouts), σ 0.02, Adam lr 0.01, returns normalized
-    (``return_shaping="standardize"``, App. C.2), no observation normalization, γ starts at 0.99
-    (RLlib's ``gamma`` setting).
+    (``return_shaping="standardize"``, App. C.2), no observation normalization. γ (RLlib's
+    ``gamma`` setting) is 0.995 and frozen, not the paper's 0.99 adapted (see ``adapt_gamma``);
+    ``configs/cves.yaml`` sets the paper's.
 
     Args (``training()``):
         control_variate: Use ĝ^cv (Eq. 8); False gives the ES baseline with the same policy and
@@ -57,9 +63,13 @@ class CVESConfig(BlackBoxConfig):
         eta_lr: α_η, step of the η update (Eq. 9); the paper picks from {1e-3, 1e-4, 1e-5}.
             0 freezes η at ``eta_init``.
         eta_init: Initial value of every coordinate of η (0: start as plain ES).
-        adapt_gamma: Adapt γ = 1 − exp(φ) by ES on the variance (App. C.1); False freezes γ,
-            which "sometimes" suffices (App. C.1) and ships one d-vector per episode, not 1 + N_φ.
-        gamma_max: The largest γ the adaptation may reach (default 0.995; at most 0.9999).
+        adapt_gamma: Adapt γ = 1 − exp(φ) by ES on the variance (App. C.1), starting from
+            ``gamma``. False (default) freezes γ, which App. C.1 allows ("sometimes we find it
+            effective to just set γ to be the initial constant"): one ĝ^pg pass and one d-vector
+            per episode instead of 1 + N_φ. The adaptation minimizes F(γ) = ‖ĝ^cv(γ)‖², which on
+            Pendulum falls monotonically up to γ = 1 once η < 0, so it only walks γ to
+            ``gamma_max`` (in 5–7 updates, Pendulum seeds 0–4); the frozen default sits there.
+        gamma_max: The largest γ, frozen or adapted (default 0.995; at most 0.9999).
             F(γ) = ‖ĝ^cv(γ)‖² keeps falling as γ → 1 once η → −1 (the estimator becomes
             undiscounted REINFORCE), which §3.2 warns against ("set γ < 1 to stabilize the pg
             components"); the paper's runs start at 0.99 and give no bound.
@@ -91,11 +101,11 @@ class CVESConfig(BlackBoxConfig):
         self.explore_perturbations = True
         self.observation_filter = False
         self.eval_episodes = 0
-        self.gamma = 0.99
+        self.gamma = cv.DEFAULT_GAMMA_MAX  # 0.995: where App. C.1's adaptation from 0.99 ends (adapt_gamma)
         self.control_variate = True
         self.eta_lr = 1e-4
         self.eta_init = 0.0
-        self.adapt_gamma = True
+        self.adapt_gamma = False
         self.gamma_max = cv.DEFAULT_GAMMA_MAX
         self.pg_baseline = "previous_batch"
         self.phi_lr = 1e-5

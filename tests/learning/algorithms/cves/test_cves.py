@@ -30,7 +30,7 @@ def mean_return_fraction(config, max_updates, target=None):
 
 
 # Stochastic policy, σ 0.02, fixed 10-step episodes: random play gets 0.5 of the optimum. η starts at
-# −1, near η* for γ = 0.99 on 10 steps (J^γ ≈ J¹), which RLlib's config state would drop (see CVESConfig).
+# −1, near η* for γ ≥ 0.99 on 10 steps (J^γ ≈ J¹), which RLlib's config state would drop (see CVESConfig).
 LEARNING = dict(
     lr=0.05,
     eta_lr=1e-3,

@@ -1,4 +1,5 @@
-"""CVES_EXT on Ray: 2 iterations, checkpoint round trip (η, φ, PG baseline, optimizer), evaluate."""
+"""CVES_EXT on Ray: 2 iterations, checkpoint round trip (η, φ, PG baseline, optimizer), evaluate;
+the frozen-γ default does none of the γ adaptation's work."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from rllib_ext import cli
 from rllib_ext.algorithms.cves import cves_learner as cv
 from tests.builders import small_cves_config
 
+# App. C.1's γ adaptation from the paper's 0.99 (configs/cves.yaml); the default freezes γ.
+ADAPTIVE = dict(eta_lr=1e-3, adapt_gamma=True, gamma=0.99, phi_lr=1e-4)
+
 
 def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys):
-    algo = small_cves_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
+    algo = small_cves_config(runners=1, **ADAPTIVE).build_algo()
     try:
         for _ in range(2):
             result = algo.train()
@@ -33,7 +37,7 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
     finally:
         algo.stop()
 
-    restored = small_cves_config(runners=1, eta_lr=1e-3, phi_lr=1e-4).build_algo()
+    restored = small_cves_config(runners=1, **ADAPTIVE).build_algo()
     try:
         restored.restore_from_path(ckpt)
         np.testing.assert_array_equal(restored.theta, theta)
@@ -49,3 +53,21 @@ def test_smoke_checkpoint_round_trip_and_evaluate(ray_session, tmp_path, capsys)
 
     assert cli.main(["evaluate", ckpt, "--episodes", "2", "--seed", "1"]) == 0
     assert "mean return" in capsys.readouterr().out
+
+
+def test_frozen_gamma_default_computes_one_policy_gradient_per_episode(ray_session):
+    """By default γ is frozen: each episode's runner computes ĝ^pg for γ alone (one backward pass,
+    one d-vector), no φ gradient is estimated and γ stays at its setting (cves_ext.md, Differences 4)."""
+    algo = small_cves_config(runners=1, eta_lr=1e-3).build_algo()
+    try:
+        phi = algo.phi
+        bb = algo.train()["blackbox"]
+        d = algo.theta.size
+        assert "cv_phi_grad" not in bb and algo.phi == phi and bb["cv_gamma"] == algo.gamma == 0.995
+        assert bb["cv_pg_bytes_per_episode"] == 4 * d  # one ĝ^pg, not 1 + N_φ
+        assert algo.make_payload().gammas.tolist() == [algo.gamma]
+        rows, _ = algo.evaluate_batch(algo.next_batch_seed(), algo.config.episodes_per_batch)
+        assert all(r.return_gamma.shape == (1,) and r.g_pg.shape == (1, d) for r in rows)
+        assert np.any(algo.eta != 0)  # η still adapts
+    finally:
+        algo.stop()

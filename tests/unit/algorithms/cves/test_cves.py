@@ -42,5 +42,7 @@ def test_defaults_are_paper_002_section_4():
     c = CVESConfig()
     assert (c.policy_hiddens, c.policy_activation, c.policy_head) == ([32, 32], "relu", "gaussian")
     assert (c.noise_stdev, c.lr, c.optimizer, c.episodes_per_batch, c.sampler) == (0.02, 0.01, "adam", 10, "antithetic")
-    assert (c.gamma, c.phi_noise_stdev, c.phi_num_perturbations) == (0.99, 0.02, 10)
+    assert (c.phi_noise_stdev, c.phi_num_perturbations) == (0.02, 10)
+    # γ frozen at gamma_max, where App. C.1's adaptation from the paper's 0.99 ends (cves_ext.md, Differences 4).
+    assert (c.gamma, c.adapt_gamma, c.gamma_max) == (0.995, False, 0.995)
     assert c.observation_filter is False and c.return_shaping == "standardize"
