@@ -37,21 +37,22 @@ def in_flight_bound(name: str, config) -> int:
     return calls * max(jobs_per_call, 1) * episodes * longest
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_reported_env_steps_equal_the_steps_the_envs_took(ray_session, tmp_path, name):
-    count_dir = str(tmp_path / "steps")
-    config = small_config(
-        name,
-        env="rllib_ext/StepCounted-v0",
-        env_config={"env": VAR_ENV, "count_dir": count_dir},
-        num_env_runners=RUNNERS,
-    )
+def train_counted(name: str, env_config: dict, runners: int):
+    """(config, last result) of ``ITERATIONS`` iterations of ``name`` on ``rllib_ext/StepCounted-v0``."""
+    config = small_config(name, env="rllib_ext/StepCounted-v0", env_config=env_config, num_env_runners=runners)
     algo = config.build_algo()
     try:
         for _ in range(ITERATIONS):
             result = algo.train()
     finally:
         algo.stop()
+    return config, result
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reported_env_steps_equal_the_steps_the_envs_took(ray_session, tmp_path, name):
+    count_dir = str(tmp_path / "steps")
+    config, result = train_counted(name, {"env": VAR_ENV, "count_dir": count_dir}, RUNNERS)
     assert DEFAULT_MODULE_ID in result.get("learners", {}), f"{name}: no learners/{DEFAULT_MODULE_ID}/ in the result"
     runners = result["env_runners"]
     reported = runners["num_env_steps_sampled_lifetime"]
@@ -78,13 +79,7 @@ def test_failed_episodes_count_up_to_their_failure(ray_session, tmp_path, name, 
     (RLlib 2.60's runner drops them from its own count; ``FiniteSingleAgentEnvRunner`` keeps them)."""
     count_dir = str(tmp_path / "steps")
     env_config = {"env": "rllib_ext/Faulty-v0", "count_dir": count_dir, "fault": fault, "fault_prob": 0.3}
-    config = small_config(name, env="rllib_ext/StepCounted-v0", env_config=env_config, num_env_runners=1)
-    algo = config.build_algo()
-    try:
-        for _ in range(ITERATIONS):
-            result = algo.train()
-    finally:
-        algo.stop()
+    _, result = train_counted(name, env_config, runners=1)
     runners = result["env_runners"]
     assert runners["num_env_steps_sampled_lifetime"] == StepCounter.total(count_dir)
     assert runners["env_steps_wasted_lifetime"] > 0
