@@ -7,7 +7,8 @@ Read top to bottom, :meth:`IMPACTTorchLearner.compute_loss_for_module` computes:
 2. V-trace GAE-λ advantages A^{V-GAE} (§3.1, Han & Sung 2019) with importance weights
    πtarget/πworker truncated at ρ̄ (on δ) and c̄ (on the traces) — a linear operator on the TD
    errors that is fixed per batch from its first draw, so it is built once and applied on each
-   draw (``batch_constants``, ``utils.TraceOperator``) — and the critic's target
+   draw (``batch_constants``, ``utils.TraceOperator``), over the flat batch as one column so
+   that each trace runs to the end of its fragment or episode — and the critic's target
    V̂_{V-GAE} of Algorithm 1 line 8: V + A^{V-GAE} by default, or the λ = 1 V-trace target v_s
    (``value_target``); with ``standardize_advantages`` (opt-in, not in the paper) the
    advantages are then standardised over the batch's valid steps;
@@ -26,7 +27,6 @@ import math
 from typing import Any
 
 import torch
-from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
@@ -61,9 +61,9 @@ class BatchConstants:
     """What a drawn batch's loss needs that does not change between its K draws."""
 
     key: tuple  # the config values it was built with
-    mask_tm: torch.Tensor  # loss mask, time-major [T, B]
-    logp_target_tm: torch.Tensor  # log π_target(a|s), [T, B]
-    logp_worker_tm: torch.Tensor  # log π_worker(a|s), [T, B]
+    mask_tm: torch.Tensor  # loss mask, the batch as one time-major column [N, 1]
+    logp_target_tm: torch.Tensor  # log π_target(a|s), [N, 1]
+    logp_worker_tm: torch.Tensor  # log π_worker(a|s), [N, 1]
     traces: VGAETraces  # ρ, γ_t, r and the V-trace GAE-λ operator(s)
 
 
@@ -108,12 +108,20 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
 
     @staticmethod
     def _time_major_fn(config, batch):
-        """[B*T] -> time-major [T, B], as RLlib's IMPALA/APPO learners lay out V-trace."""
+        """The flat batch as one time-major column: [B*T] (or a recurrent [B, T]) -> [N, 1].
+
+        The traces of §3.1 run per worker sample batch (fragment) and stop at an episode's end.
+        RLlib's learner connector lays the batch out chunk by chunk, one chunk per (fragment,
+        episode) piece, each followed by its phantom step (and, with a recurrent module, by
+        zero-padding up to a multiple of ``max_seq_len``, row by row in the same order). Those
+        steps have discount 0 and TD error 0, so over the one column every trace stops exactly
+        at its chunk's end: per fragment, as the paper defines it. (APPO's rows of
+        ``rollout_fragment_length`` steps, or of ``max_seq_len`` steps with an LSTM, would cut
+        traces inside fragments, because the phantom steps shift the row boundaries.)
+        """
 
         def tm(x):
-            return make_time_major(
-                x, trajectory_len=config.get_rollout_fragment_length(), recurrent_seq_len=batch.get("seq_lens")
-            )
+            return x.reshape(-1, 1)
 
         return tm
 
@@ -126,20 +134,23 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         change between draws. A different config (e.g. another λ) rebuilds it.
 
         Layout: RLlib's learner connector appends one bootstrap ("phantom") step per episode
-        chunk (loss_mask = 0) and flags a terminal on the chunk's last real step. Here the
-        phantom step's discount and TD error are 0, so the last real step bootstraps from V(s_T)
-        exactly (or from 0 when it is terminal). The chunks are concatenated and cut into
-        time-major rows of ``rollout_fragment_length`` steps, as in APPO, so a trace also ends
-        where a row ends and bootstraps there from V of the next observation (a shorter n-step
-        target). RLlib's APPO leaves the phantom reward at 0, which turns every chunk end into a
-        terminal (see benchmarks/RESULTS.md).
+        chunk (loss_mask = 0; reward 0) and flags a terminal on the chunk's last real step. Here
+        the phantom step's discount and TD error are 0, so the last real step bootstraps from
+        V(s_T), the phantom step's value (or from 0 when it is terminal), and no trace crosses
+        into the next chunk. The whole batch is one column (:meth:`_time_major_fn`), so each
+        trace runs to its chunk's end: per fragment, §3.1. RLlib's APPO cuts rows of
+        ``rollout_fragment_length`` steps instead, and treats every chunk end as a terminal
+        (see benchmarks/RESULTS.md).
         ``tests/smoke/algorithms/impact/test_impact_learner.py`` checks this layout on real
-        batches against closed forms computed from the sampled episodes, and
-        ``tests/unit/algorithms/impact/test_impact_torch_learner.py`` off-policy against §3.1's
-        double sum.
+        batches (feed-forward and LSTM) against closed forms computed from the sampled
+        episodes, and ``tests/unit/algorithms/impact/test_impact_torch_learner.py`` off-policy
+        against §3.1's double sum per fragment at Table 1's scale.
+
+        Raises:
+            ValueError: The batch's last step is a real step (loss_mask 1): its bootstrap value
+                V(s_T) would be missing, which RLlib's learner connector never produces.
         """
         key = (
-            config.get_rollout_fragment_length(),
             config.gamma,
             config.lambda_,
             config.vtrace_clip_rho_threshold,
@@ -152,6 +163,13 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         tm = self._time_major_fn(config, batch)
         with torch.no_grad():
             mask_tm = tm(batch[Columns.LOSS_MASK].float())
+            if mask_tm.numel() and bool(mask_tm[-1, 0]):  # once per batch
+                raise ValueError(
+                    "IMPACT_EXT: the train batch ends on a real step (loss_mask 1), not on the "
+                    "bootstrap (phantom) step RLlib's learner connector appends to every episode "
+                    "chunk; V(s_T) of its last chunk is missing. Keep APPO's learner connector "
+                    "(AddOneTsToEpisodesAndTruncate) in the learner pipeline."
+                )
             logp_target, logp_worker = tm(batch[TARGET_LOGP]), tm(batch[Columns.ACTION_LOGP])
             traces = VGAETraces(
                 target_logp=logp_target,
@@ -169,19 +187,24 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         return constants
 
     def value_targets_and_advantages(self, *, config, batch, values: torch.Tensor):
-        """The critic's targets V̂ and V-trace GAE-λ advantages (§3.1), both time-major [T, B].
+        """The critic's targets V̂ and V-trace GAE-λ advantages (§3.1), both one column [N, 1].
 
         V̂ is V + A^{V-GAE} (``value_target="v_gae"``, Algorithm 1 line 8) or the λ = 1 V-trace
         target v_s (``"vtrace"``); see :class:`~rllib_ext.algorithms.impact.utils.VGAETraces`
         and :meth:`batch_constants` for the layout. Importance weights are πtarget/πworker
         (``TARGET_LOGP`` must be attached, Algorithm 1 line 7).
         """
-        traces = self.batch_constants(config=config, batch=batch).traces
-        v_const = self._time_major_fn(config, batch)(values).detach()
-        # Bootstrap for each time-major column: the first value of the next column (the
-        # flat batch is one continuous sequence); the last column ends on a phantom step.
-        bootstrap = torch.cat([v_const[0][1:], v_const[0][0:1]], dim=0)
-        return traces(v_const, bootstrap)
+        constants = self.batch_constants(config=config, batch=batch)
+        return self._traces(constants, self._time_major_fn(config, batch)(values))
+
+    @staticmethod
+    def _traces(constants: BatchConstants, values_tm: torch.Tensor):
+        """(V̂, A^{V-GAE}) of the batch's one column for V = ``values_tm`` [N, 1].
+
+        The column ends on a phantom (or padding) step whose TD error and discount are 0, so
+        the bootstrap V(s_N) after it is multiplied by 0: any value does (zeros here).
+        """
+        return constants.traces(values_tm, values_tm.new_zeros(values_tm.shape[1:]))
 
     @override(TorchLearner)
     def compute_loss_for_module(
@@ -212,8 +235,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         # 2. V-trace GAE-λ advantages (§3.1) and the critic's targets (Algorithm 1 line 8).
         values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
         values_tm = tm(values)
-        bootstrap = torch.cat([values_tm[0][1:], values_tm[0][0:1]], dim=0)  # see value_targets_and_advantages
-        value_targets, advantages = constants.traces(values_tm, bootstrap)
+        value_targets, advantages = self._traces(constants, values_tm)
         raw_advantages_mean = masked_mean(advantages, mask_tm, count).detach()
         if config.standardize_advantages:  # opt-in, not in the paper (RLlib PPO's habit)
             advantages = masked_standardize(advantages, mask_tm, count)

@@ -19,14 +19,14 @@ from rllib_ext.algorithms.impact.impact_learner import TARGET_LOGP
 from rllib_ext.algorithms.impact.torch.impact_torch_learner import BATCH_CONSTANTS
 
 
-def _build(**training):
+def _build(model=None, **training):
     # The learner in the caller's thread: these tests drive impact_update's draws one by one.
     training = {"train_batch_size_per_learner": 100, "lr": 1e-3, "learner_thread": False, **training}
     config = (
         IMPACTConfig()
         .environment("CartPole-v1")
         .env_runners(num_env_runners=0, rollout_fragment_length=50)
-        .rl_module(model_config={"fcnet_hiddens": [16]})
+        .rl_module(model_config={"fcnet_hiddens": [16], **(model or {})})
         .training(**training)
         .debugging(seed=0)
     )
@@ -121,62 +121,59 @@ def _discounted(x, factor):
     return out
 
 
-def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminals(ray_session):
+@pytest.mark.parametrize("use_lstm", [False, True])
+def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminals(ray_session, use_lstm):
     """V-trace targets (``value_target="vtrace"``) and GAE-λ advantages on a real batch, against
     closed forms computed from the sampled episodes themselves (on-policy: πtarget = πworker, so
     ρ = c = 1); the default target V + A^{V-GAE} is checked too.
 
-    RLlib's layout: each episode chunk gets one phantom step, the chunks are concatenated and
-    cut into time-major rows of T = rollout_fragment_length steps (as in APPO). So every trace
-    segment ends either at the chunk's end or at a row boundary, where it bootstraps from V of
-    the next observation. For a segment [a, b) of a chunk with L steps:
-    v_t = Σ_{t≤i<b} γ^(i−t) r_i + γ^(b−t) V_b and A_t = Σ_{t≤i<b} (γλ)^(i−t) δ_i,
-    δ_i = r_i + γ V_{i+1} − V(s_i), where V_b (and V_L in δ_{L−1}) is V(s_b) inside the chunk,
-    V(s_L) at a chunk cut before the episode's end and 0 after a terminal step.
+    RLlib's layout: each episode chunk (one per fragment and episode) gets one phantom step
+    (and, with an LSTM, zero-padding to a multiple of ``max_seq_len``, in rows of that length).
+    The learner runs the traces over the whole batch as one column, so each trace runs to its
+    chunk's end, as paper 004 §3.1 defines it per fragment; neither the fragment's row length
+    (50) nor the LSTM's sequence length (7) cuts it. For a chunk with L steps:
+    v_t = Σ_{t≤i<L} γ^(i−t) r_i + γ^(L−t) V_L and A_t = Σ_{t≤i<L} (γλ)^(i−t) δ_i,
+    δ_i = r_i + γ V_{i+1} − V(s_i), where V_L is V(s_L) at a chunk cut before the episode's end
+    and 0 after a terminal step.
     """
-    gamma, lam, T = 0.9, 0.8, 50
-    algo = _build(gamma=gamma, lambda_=lam, train_batch_size_per_learner=150, value_target="vtrace")
+    gamma, lam = 0.9, 0.8
+    model = {"use_lstm": True, "max_seq_len": 7, "lstm_cell_size": 8} if use_lstm else {}
+    algo = _build(gamma=gamma, lambda_=lam, train_batch_size_per_learner=150, value_target="vtrace", model=model)
     try:
         learner = algo.learner_group._learner
         module = learner.module["default_policy"].unwrapped()
-        # Random CartPole episodes are ~20 steps: the batch has terminated episodes and a
-        # last chunk cut mid-episode, and rows of 50 cut some chunks in two.
+        # Random CartPole episodes are ~20 steps: the batch has terminated episodes, a last
+        # chunk cut mid-episode, and chunks longer than the LSTM's sequences.
         episodes = algo.env_runner.sample(num_timesteps=150, explore=True)
-        chunks = [
-            (np.asarray(e.get_rewards(), np.float64), np.asarray(e.get_observations(), np.float32), e.is_terminated)
-            for e in episodes
-        ]
-        assert any(t for *_, t in chunks) and not chunks[-1][2]
-
-        expected_vs, expected_adv, expected_values, offset, row_cuts = [], [], [], 0, 0
-        with torch.no_grad():
-            for rewards, obs, terminated in chunks:
-                L = len(rewards)
-                v = module.compute_values({Columns.OBS: torch.as_tensor(obs)}).double().numpy()
-                v_next = v[1:] * np.r_[np.ones(L - 1), 0.0 if terminated else 1.0]
-                cuts = [t for t in range(1, L) if (offset + t) % T == 0]
-                row_cuts += len(cuts)
-                for a, b in zip([0, *cuts], [*cuts, L], strict=False):
-                    r, vn = rewards[a:b], v_next[a:b]
-                    tail = gamma ** np.arange(b - a, 0, -1) * vn[-1]
-                    expected_vs.append(_discounted(r, gamma) + tail)
-                    expected_adv.append(_discounted(r + gamma * vn - v[a:b], gamma * lam))
-                    expected_values.append(v[a:b])
-                offset += L + 1  # the phantom step
-        assert row_cuts > 0  # the layout case the formula above covers is exercised
-
         data = TrainingData(episodes_refs=[ray.put(episodes)])
         data.solve_refs()
         batch = learner._make_batch_if_necessary(training_data=data).policy_batches["default_policy"]
         batch[TARGET_LOGP] = batch[Columns.ACTION_LOGP]  # on-policy: πtarget = πworker
+        chunks = [(np.asarray(e.get_rewards(), np.float64), e.is_terminated) for e in episodes]
+        assert any(t for _, t in chunks) and not chunks[-1][1]
+        assert max(len(r) for r, _ in chunks) > (7 if use_lstm else 50) // 2
+
         config = learner.config.get_config_for_module("default_policy")
         with torch.no_grad():
-            values = module.compute_values(batch)
+            values = module.compute_values(batch)  # [N] or, with the LSTM, [B, max_seq_len]
             vs, adv = learner.value_targets_and_advantages(config=config, batch=batch, values=values)
-        n = len(batch[Columns.LOSS_MASK])
-        real = batch[Columns.LOSS_MASK].numpy().astype(bool)
-        assert n == offset and real.sum() == sum(len(r) for r, *_ in chunks)
-        flat = lambda x: x.transpose(0, 1).reshape(-1)[:n].double().numpy()[real]  # noqa: E731
+        mask = batch[Columns.LOSS_MASK].reshape(-1).numpy().astype(bool)
+        v_flat = values.reshape(-1).double().numpy()
+        # The chunks' steps in the batch's order: real steps, then the phantom step (V(s_L)).
+        real_idx = np.flatnonzero(mask)
+        assert len(real_idx) == sum(len(r) for r, _ in chunks)
+        expected_vs, expected_adv, expected_values, pos = [], [], [], 0
+        for rewards, terminated in chunks:
+            L = len(rewards)
+            idx = real_idx[pos : pos + L]
+            pos += L
+            assert np.all(np.diff(idx) == 1)  # one chunk's real steps are contiguous
+            v = v_flat[np.r_[idx, idx[-1] + 1]]  # V(s_0..s_L): the phantom step follows
+            v_next = v[1:] * np.r_[np.ones(L - 1), 0.0 if terminated else 1.0]
+            expected_vs.append(_discounted(rewards, gamma) + gamma ** np.arange(L, 0, -1) * v_next[-1])
+            expected_adv.append(_discounted(rewards + gamma * v_next - v[:L], gamma * lam))
+            expected_values.append(v[:L])
+        flat = lambda x: x.reshape(-1).double().numpy()[mask]  # noqa: E731
         np.testing.assert_allclose(flat(vs), np.concatenate(expected_vs), rtol=1e-4, atol=1e-4)
         np.testing.assert_allclose(flat(adv), np.concatenate(expected_adv), rtol=1e-4, atol=1e-4)
         # The default critic target (Algorithm 1 line 8): V + A^{V-GAE} with the same λ.
@@ -184,8 +181,11 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
         v_gae.value_target = "v_gae"
         with torch.no_grad():
             targets, _ = learner.value_targets_and_advantages(config=v_gae, batch=batch, values=values)
-        v_real = np.concatenate([v[: len(a)] for v, a in zip(expected_values, expected_adv, strict=True)])
+        v_real = np.concatenate(expected_values)
         np.testing.assert_allclose(flat(targets), v_real + np.concatenate(expected_adv), rtol=1e-4, atol=1e-4)
+        # The loss runs on the same layout: one update on this batch is finite.
+        out = learner.impact_update(packages=[[ray.put(episodes)]], timesteps={}, max_updates=1)
+        assert out["num_updates"] == 1 and np.isfinite(out["results"]["default_policy"]["total_loss"].peek())
     finally:
         algo.stop()
 

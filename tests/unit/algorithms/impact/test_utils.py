@@ -175,7 +175,7 @@ def _recursion(target, behaviour, discounts, rewards, values, bootstrap_values, 
     return adv
 
 
-@pytest.mark.parametrize("T", [7, 64, 65, 150])  # one block; one full block; blocks of 32, padded
+@pytest.mark.parametrize("T", [7, 64, 65, 150, 5000])  # one block; one full block; blocks of 32, padded; 3 levels
 @pytest.mark.parametrize("lam,rho_bar,c_bar", [(0.95, 1.0, 1.0), (0.5, 2.0, 0.5), (1.0, 1.0, 1.5)])
 def test_trace_operator_equals_the_recursion(T, lam, rho_bar, c_bar):
     """The per-batch linear operator (built once, applied per draw) is the recursion, off-policy,
