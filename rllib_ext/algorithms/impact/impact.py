@@ -52,6 +52,7 @@ import collections
 import contextlib
 import logging
 import math
+import time
 from typing import Any, Self
 
 import ray
@@ -99,6 +100,17 @@ logger = logging.getLogger(__name__)
 #: back for the next call, and those dropped (oldest first) because all wait queues were full.
 HELD_BACK_KEY = "circular_buffer_num_held_back"
 DRIVER_DROPPED_KEY = "circular_buffer_num_dropped_by_driver_lifetime"
+
+#: The driver calls the learners' ``impact_update`` (which reduces their metrics, ~1 ms in the
+#: learner's process) only with new train batches, at an iteration's first loop (it also resumes
+#: the learner threads held between iterations) and at least this often (seconds), so learner
+#: metrics are never staler; in the other loops it only takes the newest weights snapshot.
+LEARNER_RESULTS_PERIOD_S = 1.0
+
+#: Bound on any one wait for the learners (a call, a learner thread's pause): past it the wait
+#: fails with an error naming what it waited for. As long as torch's collective timeout (Ray
+#: Train's default, 30 min), after which a learner stuck in an all-reduce fails on its own.
+LEARNER_WAIT_TIMEOUT_S = 1800.0
 
 #: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
 #: R3 = πθ/max(πtarget, β·πworker) (IMPACT).
@@ -480,11 +492,15 @@ class IMPACT(FiniteParametersGuard, APPO):
         # The most batches any learner had waiting for a slot after the last call (an upper
         # bound until the next call: only the driver adds to a wait queue).
         self._impact_learner_waiting = 0
+        # When the next loop must call `impact_update` even without new train batches.
+        self._impact_update_due, self._impact_last_update = True, -math.inf
 
     @override(APPO)
     def step(self):
         """One ``train()`` iteration; the learner threads are held from its end to the next one
         (:meth:`hold_learners`, before the guard's finite-weights check reads the weights)."""
+        # The iteration's first loop calls `impact_update`, which resumes the held threads.
+        self._impact_update_due = True
         try:
             return super().step()
         except BaseException:
@@ -492,7 +508,7 @@ class IMPACT(FiniteParametersGuard, APPO):
                 # No new draws; the running updates finish on their own (or fail with the error,
                 # which is the one to report).
                 with contextlib.suppress(Exception):
-                    self._impact_foreach_learner(lambda learner: learner.stop_draws())
+                    self._impact_foreach_learner(lambda learner: learner.stop_draws(), what="stop_draws")
             raise
 
     @override(FiniteParametersGuard)
@@ -506,12 +522,28 @@ class IMPACT(FiniteParametersGuard, APPO):
         check, evaluation, checkpoints, a race's stopped timer) the weights then stand still.
         """
         if self.config.learner_thread:
-            target = max(self._impact_foreach_learner(lambda learner: learner.stop_draws()))
-            self._impact_foreach_learner(lambda learner, _t=target: learner.pause_thread(after_draws=_t))
+            target = max(self._impact_foreach_learner(lambda learner: learner.stop_draws(), what="stop_draws"))
+            self._impact_foreach_learner(
+                lambda learner, _t=target: learner.pause_thread(after_draws=_t), what=f"pause_thread({target})"
+            )
 
-    def _impact_foreach_learner(self, func) -> list[Any]:
-        """``func(learner)`` on every learner at once (remote ones concurrently); their results."""
-        return [r.get() for r in self.learner_group.foreach_learner(func)]
+    def _impact_foreach_learner(self, func, *, what: str) -> list[Any]:
+        """``func(learner)`` on every learner at once (remote ones concurrently); their results.
+
+        Raises:
+            TimeoutError: A remote learner did not answer within :data:`LEARNER_WAIT_TIMEOUT_S`
+                (``what`` names the call).
+        """
+        group = self.learner_group
+        results = list(group.foreach_learner(func, timeout_seconds=None if group.is_local else LEARNER_WAIT_TIMEOUT_S))
+        if not group.is_local and len(results) < len(group):
+            answered = sorted(r.actor_id for r in results)
+            raise TimeoutError(
+                f"IMPACT_EXT: {len(group) - len(results)} of {len(group)} learners did not answer "
+                f"`{what}` within {LEARNER_WAIT_TIMEOUT_S:.0f} s (answered: {answered}); a learner "
+                "may be stuck in an update (with several learners: in an all-reduce whose peer failed)"
+            )
+        return [r.get() for r in results]
 
     @override(APPO)
     def training_step(self) -> None:
@@ -519,7 +551,9 @@ class IMPACT(FiniteParametersGuard, APPO):
 
         With the learner thread (default) the Learner call returns at once: draws, updates
         (Algorithm 1 lines 6-11) and weight snapshots (line 12) run in the learner's thread, and
-        this loop only moves data. Without it, the call draws and updates before returning.
+        this loop only moves data; a loop without new train batches only takes the newest
+        snapshot (``take_weights``, see :data:`LEARNER_RESULTS_PERIOD_S`). Without it, the call
+        draws and updates before returning.
         """
         # Worker-i lines 1-6: asynchronous sampling; take whatever is ready.
         with self.metrics.log_time((TIMERS, SAMPLE_TIMER)):
@@ -533,6 +567,21 @@ class IMPACT(FiniteParametersGuard, APPO):
         shares = self._impact_shares(packages)
         if not shares[0] and not self.config.learner_thread and not self._impact_buffer_has_draws:
             return
+        now = time.monotonic()
+        if (
+            self.config.learner_thread
+            and not shares[0]
+            and not self._impact_update_due
+            and now - self._impact_last_update < LEARNER_RESULTS_PERIOD_S
+        ):
+            # No new train batch (most loops: they bring fragments of S env steps, a train batch
+            # holds M): only the newest weights snapshot, without the learners' metrics reduction.
+            states = self._impact_foreach_learner(lambda learner: learner.take_weights(), what="take_weights")
+            rl_module_state = next((state for state in states if state is not None), None)
+            if rl_module_state is not None:
+                self._impact_broadcast(rl_module_state, connector_states)
+            return
+        self._impact_update_due, self._impact_last_update = False, now
 
         timesteps = {
             NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
@@ -553,7 +602,8 @@ class IMPACT(FiniteParametersGuard, APPO):
             outs = self._impact_foreach_learner(
                 lambda learner, _s=shares, _t=timesteps, _r=reward: learner.impact_update(
                     packages=_s[learner._learner_index], timesteps=_t, reward=_r
-                )
+                ),
+                what="impact_update",
             )
         rl_module_state = None
         learner_results = []

@@ -36,6 +36,7 @@ from __future__ import annotations
 import abc
 import logging
 import threading
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -54,8 +55,8 @@ from ray.rllib.utils.schedules.scheduler import Scheduler
 from ray.rllib.utils.typing import ModuleID, StateDict
 
 from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
+from rllib_ext.algorithms.impact.impact import LEARNER_WAIT_TIMEOUT_S
 from rllib_ext.algorithms.impact.utils import adapt_kl_coeff
-from rllib_ext.common.guards import nonfinite_state_entries
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,8 @@ SKIPPED_MODULE_KEY = "num_module_batches_skipped_lifetime"
 #: Draws not trained on at all because no module had data on every learner (several learners).
 SKIPPED_DRAWS_KEY = "num_draws_skipped_lifetime"
 STATE_KEY = "impact"
+# Key of the update count a weights copy was taken at (removed before it is published).
+_SNAPSHOT_UPDATE = "_impact_snapshot_update"
 
 
 class IMPACTLearner(Learner):
@@ -127,7 +130,9 @@ class IMPACTLearner(Learner):
         )
         self._num_updates = 0
         self._num_target_syncs = 0
-        self._kl_sum: dict[ModuleID, float] = defaultdict(float)
+        # Sum (a device tensor: no GPU->CPU sync per update) and count of the per-update mean KL
+        # since the last target sync, per module; read once per target period.
+        self._kl_sum: dict[ModuleID, Any] = defaultdict(float)
         self._kl_count: dict[ModuleID, int] = defaultdict(int)
         # Mean KL of the latest update per module, set by the loss (a tensor).
         self._last_kl: dict[ModuleID, Any] = {}
@@ -209,10 +214,7 @@ class IMPACTLearner(Learner):
         num_waiting = self._buffer.num_waiting
         updates = self._num_updates
         new_updates, self._updates_returned = updates - self._updates_returned, updates
-        with self._weights_lock:
-            rl_module_state, self._weights = self._weights, None
-        if rl_module_state is not None:
-            self.metrics.log_value((ALL_MODULES, NUM_BROADCASTS_KEY), 1, reduce="lifetime_sum")
+        rl_module_state = self.take_weights()
         return {
             "results": self.metrics.reduce(),
             "num_updates": new_updates,
@@ -220,6 +222,24 @@ class IMPACTLearner(Learner):
             "num_waiting": num_waiting,
             "rl_module_state": rl_module_state,
         }
+
+    def take_weights(self) -> dict[str, Any] | None:
+        """The newest weights snapshot not yet returned (or None), without reducing metrics.
+
+        The driver calls this in the loops that bring no new train batch (most of them: a loop
+        collects fragments of S env steps, a train batch holds M), instead of
+        :meth:`impact_update`, whose metrics reduction costs ~1 ms in the learner's process.
+        Snapshots are checked finite before they are published (:meth:`_snapshot_weights`).
+
+        Raises:
+            Whatever stopped the learner thread (e.g. FloatingPointError for non-finite weights).
+        """
+        self._raise_thread_error()
+        with self._weights_lock:
+            rl_module_state, self._weights = self._weights, None
+        if rl_module_state is not None:
+            self.metrics.log_value((ALL_MODULES, NUM_BROADCASTS_KEY), 1, reduce="lifetime_sum")
+        return rl_module_state
 
     def _learn_on(self, batch, k: int) -> None:
         """Algorithm 1 lines 7-12 for one drawn batch (``k``: its earlier draws)."""
@@ -229,6 +249,7 @@ class IMPACTLearner(Learner):
             self._buffer.release()
 
     def _update_on(self, batch, k: int) -> None:
+        snapshot = None
         with self._update_lock:
             if k == 0:
                 self._attach_target_outputs(batch)  # line 7
@@ -252,7 +273,9 @@ class IMPACTLearner(Learner):
             # driver ships at most one per loop, so more would be copied and put for nothing
             # (on the learner's hot path). A due broadcast waits for the next update after that.
             if self.config.learner_thread and self._broadcast_due and self._weights is None:
-                self._snapshot_weights()
+                snapshot = self._copy_weights()
+        if snapshot is not None:
+            self._publish_weights(snapshot)  # the finite check, outside the update lock
 
     def _modules_on_every_learner(self, batch):
         """The drawn batch with the modules every learner's drawn batch has, in the module order
@@ -288,12 +311,19 @@ class IMPACTLearner(Learner):
         return MultiAgentBatch({mid: batch.policy_batches[mid] for mid in keep}, batch.env_steps())
 
     def _snapshot_weights(self) -> None:
-        """Copies the module weights to broadcast into the object store, for the Algorithm to take.
+        """Copies the weights to broadcast and publishes them for the Algorithm to take.
 
-        Taken, checked and copied (``ray.put``) between updates: the state's arrays share
+        Non-finite weights are never published: FloatingPointError (from the thread, handed to
+        the driver by its next call). See :meth:`_copy_weights` and :meth:`_publish_weights`.
+        """
+        self._publish_weights(self._copy_weights())
+
+    def _copy_weights(self) -> dict[str, Any]:
+        """The module weights to broadcast, copied into the object store (``ray.put``).
+
+        Taken and copied between updates, under the update lock: the state's arrays share
         memory with the live parameters, which the next update changes in place (with the
-        learner thread, while the driver is elsewhere). Non-finite weights are never published:
-        FloatingPointError (from the thread, handed to the driver by the next call).
+        learner thread, while the driver is elsewhere).
         """
         with self._update_lock:
             state = self.get_state(
@@ -302,18 +332,39 @@ class IMPACTLearner(Learner):
                 ],
                 inference_only=True,
             )
-            bad = nonfinite_state_entries(state[COMPONENT_RL_MODULE])
-            if bad:
-                raise FloatingPointError(
-                    f"IMPACT_EXT: non-finite (NaN/inf) weights after update {self._num_updates} — "
-                    f"{', '.join(bad)}. They are not broadcast to the env runners; lower the learning "
-                    "rate (or clip gradients), check the env's observations and rewards, and restore "
-                    "the last checkpoint."
-                )
             state[COMPONENT_RL_MODULE] = ray.put(state[COMPONENT_RL_MODULE])
             self._broadcast_due = False
+            state[_SNAPSHOT_UPDATE] = self._num_updates
+            return state
+
+    def _publish_weights(self, state: dict[str, Any]) -> None:
+        """Checks the weights a copy was taken from for NaN/inf, then publishes the copy.
+
+        The check (:meth:`_nonfinite_weights`: one fused reduction over the parameters on
+        their device, one sync) runs outside the update lock, so the driver's checkpoints and
+        the next update's lock wait only for the copy. It reads the live parameters, which
+        equal the copy: only the caller (the learner thread, or ``impact_update`` without it)
+        updates them, and it does so after this returns; a ``set_state`` in between (a
+        restore) waits for the thread's pause between iterations.
+
+        Raises:
+            FloatingPointError: Some weights are NaN or ±inf (nothing is published).
+        """
+        update = state.pop(_SNAPSHOT_UPDATE)
+        bad = self._nonfinite_weights([mid for mid in self.module.keys() if self.should_module_be_updated(mid)])
+        if bad:
+            raise FloatingPointError(
+                f"IMPACT_EXT: non-finite (NaN/inf) weights after update {update} — "
+                f"{', '.join(bad)}. They are not broadcast to the env runners; lower the learning "
+                "rate (or clip gradients), check the env's observations and rewards, and restore "
+                "the last checkpoint."
+            )
         with self._weights_lock:
             self._weights = state
+
+    @abc.abstractmethod
+    def _nonfinite_weights(self, module_ids: list[ModuleID]) -> list[str]:
+        """Names ("module/parameter") of the modules' parameters holding a NaN or ±inf ([] if none)."""
 
     # ------------------------------------------------------------------------------------
     # The learner thread (Figure 1c: the learner never waits for workers, workers never wait
@@ -368,10 +419,21 @@ class IMPACTLearner(Learner):
 
         Raises:
             Whatever stopped the learner thread, if it stops before reaching ``after_draws``.
+            TimeoutError: The thread neither paused nor stopped within
+                ``impact.LEARNER_WAIT_TIMEOUT_S`` (an update that never ends, e.g. an all-reduce
+                whose peer learner failed).
         """
+        deadline = time.monotonic() + LEARNER_WAIT_TIMEOUT_S
         while not self._buffer.pause(after_draws=after_draws, timeout=1.0):
             if not self.learner_thread_alive:
                 break
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"IMPACT_EXT: learner {self._learner_index}'s thread did not pause after draw "
+                    f"{after_draws} within {LEARNER_WAIT_TIMEOUT_S:.0f} s ({self._buffer.num_draws} draws "
+                    "started, the last update still running: with several learners, an all-reduce "
+                    "whose peer learner failed)"
+                )
         self._raise_thread_error()
 
     @property
@@ -435,7 +497,7 @@ class IMPACTLearner(Learner):
             config = self.config.get_config_for_module(module_id)
             if not config.use_kl_loss or self._kl_count[module_id] == 0:
                 continue
-            mean_kl = self._kl_sum[module_id] / self._kl_count[module_id]
+            mean_kl = float(self._kl_sum[module_id]) / self._kl_count[module_id]
             var = self.curr_kl_coeffs_per_module[module_id]
             new = adapt_kl_coeff(float(var.item()), mean_kl, config.kl_target)
             self._set_kl_coeff(module_id, new)
@@ -445,7 +507,7 @@ class IMPACTLearner(Learner):
 
     def _sum_kl_over_learners(self) -> None:
         module_ids = sorted(self.module.keys())
-        local = [self._kl_sum.get(mid, 0.0) for mid in module_ids] + [
+        local = [float(self._kl_sum.get(mid, 0.0)) for mid in module_ids] + [
             float(self._kl_count.get(mid, 0)) for mid in module_ids
         ]
         total = self._all_reduce(local, op="sum")
@@ -486,7 +548,7 @@ class IMPACTLearner(Learner):
         self._num_updates += 1
         self.metrics.log_value((ALL_MODULES, NUM_LEARNER_UPDATES_KEY), 1, reduce="lifetime_sum")
         for module_id, kl in self._last_kl.items():
-            self._kl_sum[module_id] += float(kl)
+            self._kl_sum[module_id] = self._kl_sum[module_id] + kl  # stays on the device
             self._kl_count[module_id] += 1
         self._last_kl.clear()
         if self._num_updates % self.config.target_update_interval == 0:

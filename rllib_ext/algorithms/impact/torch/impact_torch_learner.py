@@ -93,6 +93,28 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
                 module_batch[TARGET_LOGP] = dist.logp(module_batch[Columns.ACTIONS])
 
     @override(IMPACTLearner)
+    def _nonfinite_weights(self, module_ids: list[ModuleID]) -> list[str]:
+        """One fused reduction (``torch._foreach_norm``) over the modules' parameters on their
+        device and one sync; the per-parameter check (exact, naming them) only when it flags.
+
+        A norm is NaN or inf when its tensor holds a NaN or ±inf, and can also overflow to inf
+        for finite weights beyond ~1e19 (float32): the exact check then clears them.
+        """
+        named = [
+            (f"{mid}/{name}", p)
+            for mid in module_ids
+            for name, p in self.module[mid].unwrapped().named_parameters()
+            if p.numel() and p.is_floating_point()
+        ]
+        if not named:
+            return []
+        with torch.no_grad():
+            norms = torch._foreach_norm([p.detach() for _, p in named])
+            if bool(torch.isfinite(torch.stack([n.to(norms[0].device) for n in norms])).all()):
+                return []
+            return [name for name, p in named if not bool(torch.isfinite(p).all())]
+
+    @override(IMPACTLearner)
     def _set_kl_coeff(self, module_id: ModuleID, value: float) -> None:
         self.curr_kl_coeffs_per_module[module_id].data.fill_(float(value))
 

@@ -186,3 +186,73 @@ def test_weights_in_the_middle_of_an_update_are_never_checked_or_broadcast(ray_s
         assert runner_weights_finite(algo)
     finally:
         algo.stop()
+
+
+class NaNLearner(IMPACTTorchLearner):
+    """Its first update leaves NaN in the first policy parameter (for good)."""
+
+    def apply_gradients(self, gradients_dict):
+        out = super().apply_gradients(gradients_dict)
+        with torch.no_grad():
+            next(self.module["default_policy"].parameters()).view(-1)[0] = float("nan")
+        return out
+
+
+@pytest.mark.parametrize("learner_thread", [True, False])
+def test_nonfinite_weights_are_never_published(ray_session, learner_thread):
+    """The snapshot's NaN check (one fused torch reduction, outside the update lock) still stops
+    non-finite weights before any broadcast, and names the parameter."""
+    algo = _config(learner_class=NaNLearner, learner_thread=learner_thread).build_algo()
+    try:
+        learner = algo.learner_group._learner
+        package = [ray.put(algo.env_runner.sample(num_timesteps=M, explore=True))]
+        with pytest.raises(FloatingPointError, match=r"after update 1 — default_policy/"):
+            learner.impact_update(packages=[package], timesteps={}, max_updates=1)
+            _wait_for(lambda: not learner.learner_thread_alive, _learner_state(learner))
+            learner.take_weights()
+        assert learner._weights is None  # nothing published
+    finally:
+        algo.stop()
+
+
+def test_driver_reduces_learner_metrics_only_with_new_batches(ray_session):
+    """The driver loop (~70/s) calls ``impact_update`` (and its ~1 ms metrics reduction) only
+    when it has new train batches, at each iteration's first loop (which resumes the held
+    thread), and at least once per LEARNER_RESULTS_PERIOD_S; other loops only take the newest
+    weights snapshot, which still reaches the runners between train batches."""
+    from rllib_ext.algorithms.impact.impact import LEARNER_RESULTS_PERIOD_S
+
+    # M = 4 fragments: most loops bring no complete train batch.
+    config = _config(runners=1, train_batch_size_per_learner=100).reporting(min_time_s_per_iteration=2)
+    algo = config.build_algo()
+    try:
+        learner = algo.learner_group._learner
+        calls = {"with_batches": 0, "without": 0, "take_weights": 0, "snapshots": 0}
+        update, take = learner.impact_update, learner.take_weights
+
+        def counting_update(**kwargs):
+            calls["with_batches" if kwargs["packages"] else "without"] += 1
+            return update(**kwargs)
+
+        def counting_take():
+            calls["take_weights"] += 1
+            state = take()
+            calls["snapshots"] += state is not None
+            return state
+
+        learner.impact_update, learner.take_weights = counting_update, counting_take
+        start, iterations, result = time.monotonic(), 0, {}
+        while iterations < 30:  # a liveness bound: the runner's start can take many seconds
+            result = algo.train()
+            iterations += 1
+            shared = result.get("learners", {}).get("__all_modules__", {})
+            if shared.get("num_learner_updates_lifetime", 0) >= 4 and calls["snapshots"] > 0 and iterations >= 2:
+                break
+        elapsed = time.monotonic() - start
+        assert shared["num_learner_updates_lifetime"] >= 4, (calls, shared)
+        assert calls["with_batches"] > 0 and calls["snapshots"] > 0, calls
+        # Without new batches: the iterations' first loops plus one per period, at most.
+        assert calls["without"] <= iterations + elapsed / LEARNER_RESULTS_PERIOD_S + 1, (calls, iterations, elapsed)
+        assert calls["take_weights"] > calls["without"] + calls["with_batches"], calls
+    finally:
+        algo.stop()

@@ -380,3 +380,23 @@ def test_a_batch_without_its_last_bootstrap_step_is_rejected(learner):
     batch[Columns.LOSS_MASK][-1] = True
     with pytest.raises(ValueError, match="ends on a real step"):
         learner.value_targets_and_advantages(config=_config(learner), batch=batch, values=values)
+
+
+def test_nonfinite_weights_check_names_nan_and_inf_not_huge_finite_weights(learner):
+    """The snapshot's check: one fused reduction; the exact per-parameter pass only when it flags
+    (a 2-norm overflows for finite weights beyond ~1e19, which are cleared, not reported)."""
+    module = learner.module[DEFAULT_MODULE_ID].unwrapped()
+    name, param = next(iter(module.named_parameters()))
+    saved = param.detach().clone()
+    try:
+        assert learner._nonfinite_weights([DEFAULT_MODULE_ID]) == []
+        with torch.no_grad():
+            param.view(-1)[0] = 1e30
+        assert learner._nonfinite_weights([DEFAULT_MODULE_ID]) == []
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            with torch.no_grad():
+                param.view(-1)[0] = bad
+            assert learner._nonfinite_weights([DEFAULT_MODULE_ID]) == [f"{DEFAULT_MODULE_ID}/{name}"]
+    finally:
+        with torch.no_grad():
+            param.copy_(saved)
