@@ -45,6 +45,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -115,6 +116,7 @@ OLD_DEFAULTS = {
     "DFD_EXT": {"eval_episodes": 0, "episodes_per_batch": 40},
     "CVES_EXT": {"eval_episodes": 0, "episodes_per_batch": 10},
     "ARS_EXT": {"eval_episodes": 0, "episodes_per_batch": 16},
+    "CEMRL_EXT": {"population_size": 10},
     "AESRL_EXT": {
         "mean_fitness": "reevaluate",
         "mean_eval_episodes": 5,
@@ -148,7 +150,7 @@ def step_axis_note(rows: Sequence[RunRow]) -> str | None:
         return None
     if mixes_step_counts(rows):
         return "rows counted before and since issue 39: shown apart, not comparable"
-    if len({step_rule(r) for r in rows}) > 1:
+    if len({counted_rule(r) for r in rows}) > 1:
         return "counted the old way (before issue 39): not comparable across families"
     return "counted the old way (before issue 39), one family's rule: not comparable with steps counted since"
 
@@ -188,7 +190,9 @@ def recount(row: RunRow) -> Recount | None:
       counted steps per used episode (counted ÷ (u·N), N = ``episodes_per_batch``), taking θ_u's
       episodes as long as the perturbed ones; stale, dropped and failed returns are not recorded
       (a lower bound).
-    - CEM-RL: failed and no-longer-awaited individuals only, not recorded (a lower bound).
+    - CEM-RL: failed and no-longer-awaited individuals only, not recorded (a lower bound); none
+      where the counted steps are generations × ``population_size`` × the env's episode limit
+      (every individual of every generation ran to the limit, so none failed): then exact.
     """
     if not counted_short(row):
         return None
@@ -197,7 +201,9 @@ def recount(row: RunRow) -> Recount | None:
     counted = float(row.curve.env_steps[-1])
     updates = (row.extra.get("updates") or [None])[-1]
     if family == "CEM-RL":
-        return Recount(0.0, True, "steps")
+        limit = _max_episode_steps(row.env)
+        exact = bool(updates and limit and counted == updates * settings["population_size"] * limit)
+        return Recount(0.0, not exact, "steps")
     if not updates:
         return Recount(None, True, "steps")
     if family == "AES-RL":
@@ -214,6 +220,13 @@ def recount(row: RunRow) -> Recount | None:
     if not isinstance(episodes, int) or not isinstance(per_batch, int) or per_batch <= 0:
         return Recount(None, True, "θ_u evaluation steps")
     return Recount(updates * episodes * counted / (updates * per_batch), True, "θ_u evaluation steps")
+
+
+def counted_rule(row: RunRow) -> str:
+    """:func:`benchmarks.harness.rows.step_rule`, but "every step" for an old row that provably left
+    nothing out (:func:`recount`: none uncounted, exactly)."""
+    rc = recount(row)
+    return "every step" if rc is not None and rc.uncounted == 0 and not rc.lower_bound else step_rule(row)
 
 
 def recount_cell(runs: Sequence[RunRow]) -> str:
@@ -235,6 +248,8 @@ def recount_cell(runs: Sequence[RunRow]) -> str:
     share = stats.iqm([u / (c + u) for c, u in zip(counted, left_out, strict=True)])
     bound = "≥ " if any(rc.lower_bound for rc in recounts) else "≈ "
     if not any(left_out):
+        if bound == "≈ ":  # provably nothing left out
+            return f"counted the old way: = {_fmt(total, 'steps')} simulated (nothing left out: see below)"
         return f"counted the old way: {bound}{_fmt(total, 'steps')} simulated (what it left out is not recorded)"
     return (
         f"counted the old way: {bound}{_fmt(total, 'steps')} simulated, of which ≈ {_fmt(stats.iqm(left_out), 'steps')} "
@@ -248,7 +263,8 @@ RECOUNT_HOW = {
     "individual (at most the env's episode limit)",
     "black-box": "θ_u evaluation steps ≈ updates × eval_episodes × counted steps per used episode "
     "(θ_u's episodes taken as long as the perturbed ones)",
-    "CEM-RL": "nothing recorded to add",
+    "CEM-RL": "nothing to add where every individual of every generation ran to the env's episode limit "
+    "(counted = generations × population_size × limit: none failed), else not recorded",
 }
 
 
@@ -344,7 +360,7 @@ def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
     names = list(finals)
     # With an env-step budget, entries counted by different rules were given different numbers of steps.
     per_step = bool(race_rows[0].protocol.get("budget_env_steps"))
-    rule = {algo: {step_rule(r) for r in runs} for algo, runs in groups.items()}
+    rule = {algo: {counted_rule(r) for r in runs} for algo, runs in groups.items()}
     refused = False
     lines = [
         "Probability of improvement, P(row > column) of the final evaluation return [95% CI] (ties count "
@@ -485,9 +501,9 @@ def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
                 marker = "o" if grid.size <= 3 else None  # a run of one or two evaluations stays visible
                 label = f"{algo} (n={len(runs)})"
                 # An entry whose steps were counted short (before issue 39): dashed, and said in the legend.
-                short = any(counted_short(r) for r in runs)
+                short = any(counted_rule(r) != "every step" for r in runs)
                 if short:
-                    label = f"{algo} (n={len(runs)}; steps counted before issue 39)"
+                    label = f"{algo} (n={len(runs)}; steps counted short before issue 39)"
                 style = "--" if short and x_field == "env_steps" else "-"
                 ax.step(
                     grid, point, where="post", color=color, label=label, marker=marker, markersize=3, linestyle=style
@@ -496,7 +512,9 @@ def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
             target = race_rows[0].target
             if target is not None:
                 ax.axhline(target, color="gray", linestyle="--", linewidth=1, label=f"target {target:g}")
-            ax.set_xlabel(f"{xlabel}\n({note})" if note and x_field == "env_steps" else xlabel)
+            if note and x_field == "env_steps":
+                xlabel = "\n".join([xlabel, *textwrap.wrap(f"({note})", 70)])
+            ax.set_xlabel(xlabel)
             ax.grid(alpha=0.3)
         line[0].set_ylabel("evaluation return (IQM over seeds, 95% CI)")
         line[0].set_title(f"race {race}", fontsize=9, loc="left")
