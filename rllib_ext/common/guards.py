@@ -28,7 +28,7 @@ from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.common.steps import NUM_ENV_STEPS_DROPPED_LIFETIME
+from rllib_ext.common.steps import NUM_ENV_STEPS_DROPPED, NUM_ENV_STEPS_DROPPED_LIFETIME
 from rllib_ext.common.validation import algo_name
 
 logger = logging.getLogger(__name__)
@@ -262,6 +262,7 @@ class FiniteSingleAgentEnvRunner(_FiniteEnvRunnerMixin, SingleAgentEnvRunner):
         taken, self._step_tally.taken = self._step_tally.taken, 0
         if taken > num_steps:
             self.metrics.log_value(NUM_ENV_STEPS_DROPPED_LIFETIME, taken - num_steps, reduce="lifetime_sum")
+            self.metrics.log_value(NUM_ENV_STEPS_DROPPED, taken - num_steps, reduce="sum")
         return super()._increase_sampled_metrics(max(taken, num_steps), num_episodes_completed)
 
     @staticmethod

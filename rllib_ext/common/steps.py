@@ -37,6 +37,8 @@ ENV_STEPS_PENDING = "env_steps_pending"
 #: Env steps an RLlib env runner took whose episodes RLlib dropped after a failed env step
 #: (``common.guards.FiniteSingleAgentEnvRunner``); booked as wasted.
 NUM_ENV_STEPS_DROPPED_LIFETIME = "num_env_steps_dropped_lifetime"
+#: The same per ``sample()`` call (a sum), so that a driver can tell the steps inside its episodes.
+NUM_ENV_STEPS_DROPPED = "num_env_steps_dropped"
 
 #: The breakdown's metric names (under ``env_runners/``), in the order reports show them.
 BREAKDOWN_KEYS = (ENV_STEPS_USED_LIFETIME, ENV_STEPS_EVALUATION_LIFETIME, ENV_STEPS_WASTED_LIFETIME, ENV_STEPS_PENDING)
@@ -98,3 +100,14 @@ def log_all_used(metrics, wasted: int = 0, pending: int = 0) -> None:
     dropped = int(metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_DROPPED_LIFETIME), default=0))
     wasted = int(wasted) + dropped
     log_breakdown(metrics, used=total - wasted - int(pending), wasted=wasted, pending=int(pending))
+
+
+def steps_in_episodes(runner_metrics: dict[str, Any]) -> int:
+    """Env steps in the episodes of one RLlib ``sample()`` call, from the metrics the runner
+    returned with them (its sampled steps, less those of episodes it dropped after a failure)."""
+
+    def value(key: str) -> int:
+        stat = runner_metrics.get(key, 0)
+        return int(stat.peek() if hasattr(stat, "peek") else stat)
+
+    return value(NUM_ENV_STEPS_SAMPLED) - value(NUM_ENV_STEPS_DROPPED)

@@ -94,6 +94,7 @@ class CircularBuffer:
         self.num_draws = 0
         self.num_evicted_used_up = 0  # left their slot after K draws (Algorithm 1 line 10)
         self.num_dropped_undrawn = 0  # dropped from the full wait queue, never drawn
+        self.last_dropped: Any = None  # the batch the last put() dropped (None: it dropped none)
         self._draws_of_evicted: list[int] = []
         #: Per draw: (batch number in arrival order, k); kept only when ``record_draws`` is set.
         self.record_draws = False
@@ -107,8 +108,9 @@ class CircularBuffer:
         """
         with self._changed:
             dropped = len(self._waiting) >= self.queue_size
+            self.last_dropped = None
             if dropped:
-                self._waiting.popleft()
+                self.last_dropped = self._waiting.popleft()[1]
                 self.num_dropped_undrawn += 1
             self._waiting.append((self.num_added, item))
             self.num_added += 1

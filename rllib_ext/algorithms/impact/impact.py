@@ -82,6 +82,7 @@ from rllib_ext.common.guards import (
     FiniteParametersGuard,
     FiniteSingleAgentEnvRunner,
 )
+from rllib_ext.common.steps import log_all_used, steps_in_episodes
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     OLD_STACK_OBSERVATION_FILTER,
@@ -100,6 +101,10 @@ logger = logging.getLogger(__name__)
 #: back for the next call, and those dropped (oldest first) because all wait queues were full.
 HELD_BACK_KEY = "circular_buffer_num_held_back"
 DRIVER_DROPPED_KEY = "circular_buffer_num_dropped_by_driver_lifetime"
+#: Env steps of the train batches the driver dropped (under env_runners/; booked as wasted), and
+#: of those a learner's full wait queue dropped (under learners/__all_modules__/).
+DRIVER_DROPPED_STEPS_KEY = "num_env_steps_dropped_by_driver_lifetime"
+LEARNER_DROPPED_STEPS_KEY = "circular_buffer_env_steps_dropped_lifetime"
 
 #: The driver calls the learners' ``impact_update`` (which reduces their metrics, ~1 ms in the
 #: learner's process) only with new train batches, at an iteration's first loop (it also resumes
@@ -494,6 +499,8 @@ class IMPACT(FiniteParametersGuard, APPO):
         self._impact_learner_waiting = 0
         # When the next loop must call `impact_update` even without new train batches.
         self._impact_update_due, self._impact_last_update = True, -math.inf
+        # Env steps in each fragment (episode list) not yet handed to a learner (common.steps).
+        self._impact_fragment_steps: dict[ray.ObjectRef, int] = {}
 
     @override(APPO)
     def step(self):
@@ -558,6 +565,8 @@ class IMPACT(FiniteParametersGuard, APPO):
         # Worker-i lines 1-6: asynchronous sampling; take whatever is ready.
         with self.metrics.log_time((TIMERS, SAMPLE_TIMER)):
             episode_refs, connector_states, env_runner_metrics = self._impact_sample()
+            for ref, metrics in zip(episode_refs, env_runner_metrics, strict=True):
+                self._impact_fragment_steps[ref] = steps_in_episodes(metrics)
             self.metrics.aggregate(env_runner_metrics, key=ENV_RUNNER_RESULTS)
             self.metrics.log_value((ENV_RUNNER_RESULTS, MEAN_NUM_EPISODE_LISTS_RECEIVED), len(episode_refs))
 
@@ -565,6 +574,7 @@ class IMPACT(FiniteParametersGuard, APPO):
         # among the learners (each learner its own C(N, K)).
         packages = self._pre_queue_episode_refs(episode_refs, package_size=self.config.train_batch_size_per_learner)
         shares = self._impact_shares(packages)
+        self._impact_log_steps(shares)
         if not shares[0] and not self.config.learner_thread and not self._impact_buffer_has_draws:
             return
         now = time.monotonic()
@@ -647,10 +657,26 @@ class IMPACT(FiniteParametersGuard, APPO):
         shares = [[pending.popleft() for _ in range(per_learner)] for _ in range(num_learners)]
         dropped = max(0, len(pending) - num_learners * queue_size)
         for _ in range(dropped):
-            pending.popleft()
+            steps = sum(self._impact_fragment_steps.pop(ref, 0) for ref in pending.popleft())
+            self.metrics.log_value((ENV_RUNNER_RESULTS, DRIVER_DROPPED_STEPS_KEY), steps, reduce="lifetime_sum")
         self.metrics.log_value((LEARNER_RESULTS, ALL_MODULES, HELD_BACK_KEY), len(pending), window=1)
         self.metrics.log_value((LEARNER_RESULTS, ALL_MODULES, DRIVER_DROPPED_KEY), dropped, reduce="lifetime_sum")
         return shares
+
+    def _impact_log_steps(self, shares: list[list[list[ray.ObjectRef]]]) -> None:
+        """Where the sampled env steps went (common.steps): handed to a learner (used), dropped by
+        the driver or a learner's full wait queue, or still being packed / held back (pending)."""
+        steps = self._impact_fragment_steps
+        for share in shares:
+            for package in share:
+                for ref in package:
+                    steps.pop(ref, None)
+        pending = sum(steps.get(ref, 0) for ref in self._episode_packs_being_built)
+        pending += sum(steps.get(ref, 0) for package in self._impact_pending for ref in package)
+        m = self.metrics
+        wasted = m.peek((ENV_RUNNER_RESULTS, DRIVER_DROPPED_STEPS_KEY), default=0)
+        wasted += m.peek((LEARNER_RESULTS, ALL_MODULES, LEARNER_DROPPED_STEPS_KEY), default=0)
+        log_all_used(m, wasted=int(wasted), pending=int(pending))
 
     def _impact_sample(self):
         """Fetches ready worker results (relaunching sampling on them), or samples locally."""

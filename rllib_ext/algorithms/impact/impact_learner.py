@@ -55,7 +55,7 @@ from ray.rllib.utils.schedules.scheduler import Scheduler
 from ray.rllib.utils.typing import ModuleID, StateDict
 
 from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
-from rllib_ext.algorithms.impact.impact import LEARNER_WAIT_TIMEOUT_S
+from rllib_ext.algorithms.impact.impact import LEARNER_DROPPED_STEPS_KEY, LEARNER_WAIT_TIMEOUT_S
 from rllib_ext.algorithms.impact.utils import adapt_kl_coeff
 
 logger = logging.getLogger(__name__)
@@ -181,9 +181,13 @@ class IMPACTLearner(Learner):
         for refs in packages:
             training_data = TrainingData(episodes_refs=refs)
             training_data.solve_refs()
+            env_steps = sum(len(e) for e in training_data.episodes)  # before the connector's phantom steps
             batch = self._make_batch_if_necessary(training_data=training_data)
+            batch.rllib_ext_env_steps = env_steps
             if self._buffer.put(batch):  # line 6 input; a full wait queue drops its oldest batch
                 self.metrics.log_value((ALL_MODULES, DROPPED_KEY), 1, reduce="lifetime_sum")
+                wasted = self._buffer.last_dropped.rllib_ext_env_steps  # env steps never trained on (common.steps)
+                self.metrics.log_value((ALL_MODULES, LEARNER_DROPPED_STEPS_KEY), wasted, reduce="lifetime_sum")
         self._timesteps, self._reward = dict(timesteps), reward
 
         if self.config.learner_thread:
@@ -201,7 +205,7 @@ class IMPACTLearner(Learner):
                 self._snapshot_weights()
 
         # Lifetime counters appear in the results from the first call on.
-        for key in (NUM_TARGET_SYNCS_KEY, NUM_LEARNER_UPDATES_KEY, DROPPED_KEY):
+        for key in (NUM_TARGET_SYNCS_KEY, NUM_LEARNER_UPDATES_KEY, DROPPED_KEY, LEARNER_DROPPED_STEPS_KEY):
             self.metrics.log_value((ALL_MODULES, key), 0, reduce="lifetime_sum")
         draws = self._buffer.pop_evicted_draw_counts()
         if draws:

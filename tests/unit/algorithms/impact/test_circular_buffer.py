@@ -62,7 +62,8 @@ def test_full_wait_queue_drops_its_oldest_batch_undrawn():
     buf = CircularBuffer(1, 2, queue_size=2)
     assert buf.put("a") is False and buf.put("b") is False
     assert buf.draw() == ("a", 0)  # "a" takes the slot; "b" waits
-    assert buf.put("c") is False and buf.put("d") is True  # "b" is dropped before any draw
+    assert buf.put("c") is False and buf.last_dropped is None
+    assert buf.put("d") is True and buf.last_dropped == "b"  # "b" is dropped before any draw (its steps: wasted)
     assert buf.num_dropped_undrawn == 1 and buf.num_waiting == 2
     assert [item for item, _ in _drain(buf)] == ["a", "c", "c", "d", "d"]
     assert buf.num_added == 4 and buf.num_draws == 6

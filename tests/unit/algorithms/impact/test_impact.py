@@ -204,6 +204,7 @@ class _Driver:
         self.config = IMPACTConfig().learners(num_learners=num_learners).training(circular_buffer_queue_size=queue_size)
         self._impact_pending = collections.deque()
         self._impact_learner_waiting = 0
+        self._impact_fragment_steps = {}
         self.metrics = MetricsLogger()
 
     def peek(self, key):
