@@ -561,6 +561,19 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
 #: that group a table line, and the measured fields shown as medians over the repeats; ``absent``:
 #: the value of a key field in rows written before the field existed (what those runs used).
 MEASUREMENT_TABLES = {
+    "cves_gamma_cost": {
+        "title": "CV-ES: γ adapted (App. C.1, 11 ĝ^pg per episode) vs frozen (`benchmarks/cves_gamma_cost.py cost`)",
+        "keys": ("env", "gamma_mode", "runners"),
+        "values": (
+            ("s_per_update", "s/update", "{:.3f}"),
+            ("pg_bytes_per_episode", "ĝ^pg bytes/episode", "{:.0f}"),
+        ),
+    },
+    "cves_gamma_objective": {
+        "title": "CV-ES: variance of the CV estimate relative to ES at fixed θ, η by γ (`benchmarks/cves_gamma_cost.py objective`)",
+        "keys": ("env", "gamma_eval"),
+        "values": (("f_rel", "Var[cv] / Var[es]", "{:.3f}"),),
+    },
     "es_throughput": {
         "title": "Sampling throughput per runner core (`benchmarks/es_throughput.py`)",
         "keys": ("env", "what", "runners"),
