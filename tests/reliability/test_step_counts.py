@@ -72,8 +72,7 @@ def test_reported_env_steps_equal_the_steps_the_envs_took(ray_session, tmp_path,
         assert reported == simulated, f"{name}: reported {reported}, the envs simulated {simulated}"
 
 
-@pytest.mark.parametrize("name", ["ES_EXT", "TD3_EXT", "VRACER_EXT"])
-@pytest.mark.parametrize("fault", ["raise", "nan_reward"])
+@pytest.mark.parametrize(("name", "fault"), [("ES_EXT", "raise"), ("TD3_EXT", "raise"), ("VRACER_EXT", "nan_reward")])
 def test_failed_episodes_count_up_to_their_failure(ray_session, tmp_path, name, fault):
     """An env that fails mid-episode: its steps up to the failure are counted, and booked as wasted
     (RLlib 2.60's runner drops them from its own count; ``FiniteSingleAgentEnvRunner`` keeps them)."""
