@@ -561,6 +561,19 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
 #: that group a table line, and the measured fields shown as medians over the repeats; ``absent``:
 #: the value of a key field in rows written before the field existed (what those runs used).
 MEASUREMENT_TABLES = {
+    "step_accounting": {
+        "title": "Where the env steps go, defaults, audited by `rllib_ext/StepCounted-v0` (`benchmarks/step_accounting.py`)",
+        "keys": ("algorithm", "env", "runners"),
+        "values": (
+            ("total", "num_env_steps_sampled_lifetime", "{:.0f}"),
+            ("simulated", "steps the envs counted", "{:.0f}"),
+            ("used", "used", "{:.0f}"),
+            ("evaluation", "evaluation", "{:.0f}"),
+            ("wasted", "wasted", "{:.0f}"),
+            ("pending", "pending", "{:.0f}"),
+            ("used_fraction", "used / total (the old black-box count)", "{:.2f}"),
+        ),
+    },
     "cves_gamma_cost": {
         "title": "CV-ES: γ adapted (App. C.1, 11 ĝ^pg per episode) vs frozen (`benchmarks/cves_gamma_cost.py cost`)",
         "keys": ("env", "gamma_mode", "runners"),

@@ -18,7 +18,8 @@ from rllib_ext.algorithms.aesrl.aesrl import AESRLConfig
         ("Pendulum-v1", {"critic_min_steps_per_env_step": 2.0}, "critic_min_steps_per_env_step"),
         ("Pendulum-v1", {"common_random_numbers": True}, "common_random_numbers"),
         ("Pendulum-v1", {"cem_variance": "printed"}, "cem_variance"),
-        ("Pendulum-v1", {"lr": 0.1}, "`lr` = 0.1 has no effect in AESRL_EXT .*black-box ES setting"),  # not TD3's rate: a silent no-op
+        # `lr` is not TD3's rate (actor_lr, critic_lr): a silent no-op.
+        ("Pendulum-v1", {"lr": 0.1}, "`lr` = 0.1 has no effect in AESRL_EXT .*black-box ES setting"),
         ("Pendulum-v1", {"noise_stdev": 0.05, "eval_episodes": 3}, "`noise_stdev` = 0.05 .*; `eval_episodes` = 3"),
     ],
 )

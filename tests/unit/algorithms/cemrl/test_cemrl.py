@@ -14,7 +14,8 @@ def test_cemrl_bad_input():
         CEMRLConfig().environment("Pendulum-v1").training(rl_population=11).validate()
     with pytest.raises(ValueError, match="cem_variance"):
         CEMRLConfig().environment("Pendulum-v1").training(cem_variance="printed").validate()
-    with pytest.raises(ValueError, match="`episodes_per_job` = 3 has no effect in CEMRL_EXT .*black-box ES setting"):  # unused: a silent no-op
+    # An unused black-box setting would be a silent no-op.
+    with pytest.raises(ValueError, match="`episodes_per_job` = 3 has no effect in CEMRL_EXT .*black-box ES setting"):
         CEMRLConfig().environment("Pendulum-v1").training(episodes_per_job=3).validate()
 
 
