@@ -26,6 +26,7 @@ the driver and not counted; the lost calls are (``blackbox/runner_calls_lost_lif
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -108,6 +109,7 @@ def steps_in_episodes(runner_metrics: dict[str, Any]) -> int:
 
     def value(key: str) -> int:
         stat = runner_metrics.get(key, 0)
-        return int(stat.peek() if hasattr(stat, "peek") else stat)
+        value = stat.peek() if hasattr(stat, "peek") else stat
+        return int(value) if math.isfinite(value) else 0  # a sum with nothing logged this call: NaN
 
     return value(NUM_ENV_STEPS_SAMPLED) - value(NUM_ENV_STEPS_DROPPED)

@@ -98,10 +98,12 @@ class ES(BlackBoxAlgorithm):
                     continue  # of an earlier batch: not needed any more
                 failures += 1
                 if failures > MAX_FAILURES_PER_BATCH_FACTOR * n:
-                    raise RuntimeError(
-                        f"{name}: {failures} jobs failed in update {u} (last: {r.error}); "
-                        "they keep failing — see the env runner logs"
+                    why = (
+                        "env runners keep answering with other parameters than the version (a bug)"
+                        if r.credit_mismatch
+                        else "the env keeps failing — see the env runner logs"
                     )
+                    raise RuntimeError(f"{name}: {failures} jobs failed in update {u} (last: {r.error}); {why}")
                 if r.index is None:
                     self.submit_unperturbed(1)
                 else:

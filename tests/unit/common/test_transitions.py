@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from rllib_ext.common import transitions
+from rllib_ext.common import waits
 from rllib_ext.common.transitions import TransitionBuffer, sample_chunks
 from tests.replay_data import transition_rows
 
@@ -90,7 +90,7 @@ class _RecordingReplay:
 
 def test_sample_chunks_keeps_the_next_call_in_flight_and_asks_for_exactly_the_steps(monkeypatch):
     events = []
-    monkeypatch.setattr(transitions, "ray", types.SimpleNamespace(get=lambda ref: ref))
+    monkeypatch.setattr(waits.ray, "get", lambda ref, timeout=None: ref)  # replay calls answer at once
     chunks = sample_chunks(_RecordingReplay(events), 4, 120, 50, ("obs",))
     sizes = []
     for n, data in chunks:

@@ -16,6 +16,7 @@ import pytest
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from rllib_ext.algorithms.aesrl.aesrl import AESRL
+from rllib_ext.common import waits
 from rllib_ext.common.blackbox import env_runner as blackbox_env_runner
 from rllib_ext.common.blackbox import pool as async_pool
 from rllib_ext.common.blackbox.pool import AsyncJobPool
@@ -35,11 +36,12 @@ def fake_ray(monkeypatch):
     fake = types.SimpleNamespace(
         put=lambda value: ("ref", value),
         wait=fake_wait,
-        get=lambda ref: ref[1] if isinstance(ref, tuple) else fake_get(ref),
-        exceptions=types.SimpleNamespace(RayError=FakeRayError),
+        get=lambda ref, timeout=None: ref[1] if isinstance(ref, tuple) else fake_get(ref),
+        exceptions=types.SimpleNamespace(RayError=FakeRayError, GetTimeoutError=TimeoutError),
     )
     monkeypatch.setattr(async_pool, "ray", fake)
     monkeypatch.setattr(blackbox_env_runner, "ray", fake)
+    monkeypatch.setattr(waits, "ray", fake)  # the runner's bounded payload fetch
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,7 @@ def test_a_call_runs_exactly_the_version_it_carries(monkeypatch):
 
     from rllib_ext.common.blackbox import Payload
 
-    monkeypatch.setattr(ray, "get", lambda ref: ref)
+    monkeypatch.setattr(ray, "get", lambda ref, timeout=None: ref)
     runner, config = make_runner(noise_stdev=0.05)
     theta0 = runner.module.get_flat()
     theta1 = theta0 + 1.0

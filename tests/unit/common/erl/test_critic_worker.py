@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rllib_ext.algorithms.cemrl.cemrl import CEMRLConfig
-from rllib_ext.common import td3
+from rllib_ext.common import td3, waits
 from rllib_ext.common.erl import critic_worker
 
 OBS_DIM, ACT_DIM = 3, 1
@@ -42,7 +42,7 @@ class FakeReplay:
 
 
 def _worker(monkeypatch, **training):
-    monkeypatch.setattr(critic_worker.ray, "get", lambda x: x)
+    monkeypatch.setattr(waits.ray, "get", lambda x, timeout=None: x)  # the replay answers at once
     config = CEMRLConfig().training(
         policy_hiddens=[8], critic_hiddens=[8], rl_batch_size=4, replay_sample_chunk=3, **training
     )

@@ -8,7 +8,7 @@ import types
 import numpy as np
 import pytest
 
-from rllib_ext.common import transitions
+from rllib_ext.common import waits
 from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob
 from rllib_ext.common.erl import env_runner
 from rllib_ext.common.erl.config import ERLConfig
@@ -69,7 +69,7 @@ def _local_replay(seed):
 def test_an_rl_individual_trained_on_a_copy_of_the_policy_equals_one_trained_in_place(monkeypatch):
     """The runner-GPU path (num_gpus_per_env_runner > 0) trains a device copy of the module's policy
     and copies it back; run on the CPU here, it takes exactly the in-place path's steps and loss."""
-    monkeypatch.setattr(transitions, "ray", types.SimpleNamespace(get=lambda ref: ref))
+    monkeypatch.setattr(waits.ray, "get", lambda ref, timeout=None: ref)  # replay calls answer at once
     runner = ERLEnvRunner(config=small_aesrl_config(initial_steps=0, rl_batch_size=16, replay_sample_chunk=7))
     try:
         assert runner.train_device.type == "cpu"
