@@ -12,12 +12,14 @@ Each measurement is one JSON line in ``--out`` (default
 ``benchmarks/results/measurements/step_accounting/<date>.jsonl``).
 
     .venv/bin/python -m benchmarks.step_accounting --env Pendulum-v1 --seconds 30
+    .venv/bin/python -m benchmarks.step_accounting --algos ES_EXT DFD_EXT --set eval_episodes=10
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import logging
 import os
 import tempfile
@@ -34,8 +36,8 @@ from rllib_ext.envs import StepCounter
 DEFAULT_ALGOS = ["ES_EXT", "DFD_EXT", "CVES_EXT", "ARS_EXT", "AESRL_EXT", "CEMRL_EXT", "TD3_EXT", "IMPACT_EXT"]
 
 
-def measure(name: str, env: str, runners: int, seconds: float, seed: int) -> dict:
-    """One algorithm's step account after ``seconds`` of training with its defaults."""
+def measure(name: str, env: str, runners: int, seconds: float, seed: int, settings: dict | None = None) -> dict:
+    """One algorithm's step account after ``seconds`` of training with its defaults (and ``settings``)."""
     count_dir = tempfile.mkdtemp(prefix="rllib_ext_steps_")
     config = (
         registry.get_config_class(name)()
@@ -43,6 +45,7 @@ def measure(name: str, env: str, runners: int, seconds: float, seed: int) -> dic
         .env_runners(num_env_runners=runners)
         .debugging(seed=seed)
     )
+    config.update_from_dict(settings or {})
     algo = config.build_algo()
     try:
         t0, iterations = time.perf_counter(), 0
@@ -61,6 +64,7 @@ def measure(name: str, env: str, runners: int, seconds: float, seed: int) -> dic
         "env": env,
         "runners": runners,
         "seed": seed,
+        "settings": ", ".join(f"{key}={json.dumps(value)}" for key, value in (settings or {}).items()) or "defaults",
         "iterations": iterations,
         "seconds": wall,
         "total": total,
@@ -79,6 +83,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--num-cpus", type=int, default=os.cpu_count())
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON", help="settings for every algorithm")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     date = datetime.date.today().isoformat()
@@ -86,7 +91,8 @@ def main(argv=None) -> None:
     ray.init(num_cpus=args.num_cpus, include_dashboard=False, logging_level=logging.WARNING)
     machine, code = Machine.this(), git_commit()
     for name in args.algos:
-        row = measure(name, args.env, args.runners, args.seconds, args.seed)
+        settings = {key: json.loads(value) for key, value in (item.split("=", 1) for item in args.set)}
+        row = measure(name, args.env, args.runners, args.seconds, args.seed, settings)
         row.update(benchmark="step_accounting", code=code, date=date, note="")
         row["machine"] = {"cores": machine.cores, "description": machine.description}
         append_measurement(out, row)

@@ -562,8 +562,9 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
 #: the value of a key field in rows written before the field existed (what those runs used).
 MEASUREMENT_TABLES = {
     "step_accounting": {
-        "title": "Where the env steps go, defaults, audited by `rllib_ext/StepCounted-v0` (`benchmarks/step_accounting.py`)",
-        "keys": ("algorithm", "env", "runners"),
+        "title": "Where the env steps go (defaults unless set), audited by `rllib_ext/StepCounted-v0` (`benchmarks/step_accounting.py`)",
+        "keys": ("algorithm", "env", "runners", "settings"),
+        "absent": {"settings": "defaults"},
         "values": (
             ("total", "num_env_steps_sampled_lifetime", "{:.0f}"),
             ("simulated", "steps the envs counted", "{:.0f}"),
