@@ -80,10 +80,10 @@ def object_store_used_mb() -> float:
 
 def soak(name: str, minutes: float, every: float) -> dict:
     import rllib_ext  # noqa: F401
-    from rllib_ext import cli, registry
+    from rllib_ext import experiment, registry
 
     env, overrides = SETTINGS[name]
-    config = cli.build_config(registry.get_algorithm_class(name), env, dict(overrides))
+    config = experiment.build_config(registry.get_algorithm_class(name), env, dict(overrides))
     algo = config.build_algo()
     samples = []
     try:

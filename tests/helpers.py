@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from rllib_ext import cli
+from rllib_ext import experiment
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUNED_EXAMPLES = sorted(glob.glob(os.path.join(REPO, "tuned_examples", "*", "*.yaml")))
@@ -97,10 +97,10 @@ def assert_clean_error(proc, *fragments):
 
 def tuned_example_threshold(exp) -> float:
     """The return a tuned example must reach: its ``pass_criteria`` or its ``stop`` value."""
-    criteria = cli.normalize_stop(exp.get("pass_criteria") or exp.get("stop") or {})
-    if cli.RETURN_KEY not in criteria:
-        pytest.fail(f"tuned example has no {cli.RETURN_KEY} in pass_criteria or stop")
-    return float(criteria[cli.RETURN_KEY])
+    criteria = experiment.normalize_stop(exp.get("pass_criteria") or exp.get("stop") or {})
+    if experiment.RETURN_KEY not in criteria:
+        pytest.fail(f"tuned example has no {experiment.RETURN_KEY} in pass_criteria or stop")
+    return float(criteria[experiment.RETURN_KEY])
 
 
 #: Envs that need an optional extra of pyproject.toml: the extra and the modules it installs.
@@ -124,10 +124,10 @@ def build_tuned_example(exp):
     Skips the test when the experiment's env needs an optional extra that is not installed.
     """
     overrides = exp.get("config") or {}
-    algo_cls = cli.resolve_algorithm(str(exp["run"]))
+    algo_cls = experiment.resolve_algorithm(str(exp["run"]))
     env = exp.get("env") or overrides.get("env")
     skip_without_env_extra(env)
-    return algo_cls, cli.build_config(algo_cls, env, overrides)
+    return algo_cls, experiment.build_config(algo_cls, env, overrides)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -271,7 +271,7 @@ def plan(args, own: dict[str, dict[str, Any]]) -> list[Entry]:
         RaceError: Naming the entry's label or the setting at fault.
     """
     from rllib_ext import registry
-    from rllib_ext.cli import CLIError, build_config
+    from rllib_ext.experiment import build_config
 
     variable = set(args.variable)
     common = args.common
@@ -299,7 +299,7 @@ def plan(args, own: dict[str, dict[str, Any]]) -> list[Entry]:
             config = build_config(algo_cls, args.env, overrides, seed=args.seeds[0])
             evaluate = evaluator_for(label, algo_cls, config)
             config.copy(copy_frozen=False).validate()
-        except (CLIError, ValueError, TypeError) as e:
+        except (ValueError, TypeError) as e:  # ExperimentError is a ValueError
             raise RaceError(f"{label}: {e}") from None
         execution = {key: _jsonable(getattr(config, key, None)) for key in EXECUTION_KEYS}
         settings = {**overrides, "threads": args.threads, **execution, "registered_algorithm": name}
@@ -326,7 +326,7 @@ def check_resources(entries: Sequence[Entry]) -> None:
     """Raises RaceError when an algorithm asks for more CPUs than Ray has (it would wait forever)."""
     import ray
 
-    from rllib_ext.cli import cpus_needed
+    from rllib_ext.experiment import cpus_needed
 
     have = ray.cluster_resources().get("CPU", 0)
     for e in entries:

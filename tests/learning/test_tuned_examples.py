@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from rllib_ext import cli
+from rllib_ext import experiment
 from tests.helpers import TUNED_EXAMPLE_IDS, TUNED_EXAMPLES, build_tuned_example, tuned_example_threshold
 
 
@@ -20,20 +20,20 @@ from tests.helpers import TUNED_EXAMPLE_IDS, TUNED_EXAMPLES, build_tuned_example
 def test_tuned_example_learns(ray_session, storage_path, path):
     from ray import tune
 
-    for name, exp in cli.load_experiments(path):
+    for name, exp in experiment.load_experiments(path):
         if exp.get("learning_test") is False:
             pytest.skip(f"{name}: learning_test: false (a long run, started by hand)")
         algo_cls, config = build_tuned_example(exp)
-        cli.check_resources(algo_cls, config)
+        experiment.check_resources(algo_cls, config)
         results = tune.Tuner(
             str(exp["run"]),
             param_space=config,
             run_config=tune.RunConfig(
-                name=name, storage_path=storage_path, stop=cli.StopCriteria(exp["stop"]), verbose=0
+                name=name, storage_path=storage_path, stop=experiment.StopCriteria(exp["stop"]), verbose=0
             ),
         ).fit()
         (result,) = list(results)
         assert result.error is None, result.error
-        history = result.metrics_dataframe[cli.RETURN_KEY].dropna()
+        history = result.metrics_dataframe[experiment.RETURN_KEY].dropna()
         best, target = float(history.max()), tuned_example_threshold(exp)
         assert best >= target, f"{name}: best return {best:.1f} < {target} within {exp['stop']}"

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from rllib_ext import cli, registry
+from rllib_ext import cli, experiment, registry
 
 NAMES = sorted(registry.ALGORITHMS)
 
@@ -24,7 +24,7 @@ def test_every_listed_name_resolves_with_get_trainable_cls(ray_session, capsys):
     for name in ("PPO", "APPO", "IMPALA", "SAC"):  # RLlib's built-ins still resolve side by side
         assert name in out
         assert get_trainable_cls(name).__name__ in (name, "Impala")
-        assert cli.resolve_algorithm(name) is get_trainable_cls(name)
+        assert experiment.resolve_algorithm(name) is get_trainable_cls(name)
 
 
 def test_register_all_is_idempotent(ray_session):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rllib_ext import cli, registry
+from rllib_ext import cli, experiment, registry
 from tests.helpers import REPO, assert_clean_error, run_cli_batch
 
 UNKNOWN_ALGORITHM = ["train", "--algo", "NOPE_EXT", "--env", "CartPole-v1"]
@@ -82,77 +82,38 @@ def test_invalid_hyperparameter_caught_by_validate_before_ray(bad_runs):
     assert_clean_error(bad_runs["invalid"], "invalid config for PPO")
 
 
-def test_stop_aliases_map_to_rllib_260_keys():
-    assert cli.normalize_stop({"episode_reward_mean": 1, "timesteps_total": 2, "x": 3}) == {
-        "env_runners/episode_return_mean": 1,
-        "num_env_steps_sampled_lifetime": 2,
-        "x": 3,
-    }
-
-
-def test_stop_criteria_thresholds_on_nested_results_like_tunes_dict_rule():
-    stop = cli.StopCriteria({"episode_reward_mean": 450, "training_iteration": 10})  # old name mapped
-    assert not stop("t", {"training_iteration": 1, "env_runners": {"episode_return_mean": 449.9}})
-    assert stop("t", {"training_iteration": 2, "env_runners": {"episode_return_mean": 450.0}})
-    assert stop("t", {"training_iteration": 10, "env_runners": {"episode_return_mean": 3.0}})
-    assert not stop("t", {"training_iteration": 3})  # the return not reported yet: keep going
-    assert not stop("t", {"training_iteration": 4, "env_runners": {"episode_return_mean": None}})
-
-
-def test_stop_criteria_missing_key_one_short_warning_after_warn_after(capsys):
-    stop = cli.StopCriteria(
-        {"env_runners/episode_retrun_mean": 450, "env_runners/episode_return_mean": 500}, warn_after=3
-    )
-    first = {"training_iteration": 1, "num_env_steps_sampled_lifetime": 0, "config": {"lr": 1e-3}}
-    no_episodes_yet = {"training_iteration": 5, "env_runners": {"num_episodes_lifetime": 0}}
-    later = {"training_iteration": 3, "env_runners": {"episode_return_mean": 20.0, "num_episodes_lifetime": 4}}
-    assert not stop("t", first)  # async first iterations without episodes: no noise
-    assert not stop("t", no_episodes_yet)
-    assert capsys.readouterr().err == ""
-    assert not stop("t", later)
-    assert not stop("t", {**later, "training_iteration": 4})
-    err = capsys.readouterr().err.strip().splitlines()
-    # One line, only for the key never reported (the typo), naming the closest real key.
-    assert len(err) == 1, err
-    assert "stop criterion 'env_runners/episode_retrun_mean' is not in the results after 3 iterations" in err[0]
-    assert "closest result keys: env_runners/episode_return_mean" in err[0]
-
-
-def test_stop_criteria_warns_without_episodes_after_ten_times_warn_after(capsys):
-    stop = cli.StopCriteria({"no_such_metric": 1}, warn_after=2)
-    for it in range(1, 20):
-        stop("t", {"training_iteration": it})
-    assert capsys.readouterr().err == ""
-    stop("t", {"training_iteration": 20})
-    assert "stop criterion 'no_such_metric' is not in the results after 20 iterations" in capsys.readouterr().err
-
-
-def test_stop_criteria_key_seen_once_never_warns(capsys):
-    stop = cli.StopCriteria({"env_runners/episode_return_mean": 450}, warn_after=1)
-    stop("t", {"training_iteration": 1, "env_runners": {"episode_return_mean": 10.0}})
-    stop("t", {"training_iteration": 2, "env_runners": {}})  # an iteration without episodes
-    assert capsys.readouterr().err == ""
-
-
-def test_config_at_file_reads_a_configs_yaml_block(tmp_path):
-    path = tmp_path / "paper.yaml"
-    path.write_text("paper: x\nconfig:\n  lr: 0.123\n  num_epochs: 3\n")
-    assert cli.parse_json_dict(f"@{path}", "--config") == {"lr": 0.123, "num_epochs": 3}
-    with pytest.raises(cli.CLIError, match="no such file"):
-        cli.parse_json_dict("@/no/such.yaml", "--config")
-
-
-def test_model_config_override_reaches_the_rl_module():
-    from ray.rllib.algorithms.ppo import PPO
-
-    config = cli.build_config(PPO, "CartPole-v1", {"model_config": {"fcnet_hiddens": [7, 5]}, "lr": 0.01})
-    assert config.model_config["fcnet_hiddens"] == [7, 5] and config.lr == 0.01
-
-
 def test_repeated_config_options_merge_in_order():
     merged = cli.parse_config_options([f"@{REPO}/configs/cemrl.yaml", '{"mode": "parallel", "population_size": 6}'])
     assert merged["mode"] == "parallel" and merged["population_size"] == 6 and merged["rl_population"] == 5
     assert cli.parse_config_options(None) == {}
+
+
+@pytest.mark.parametrize(
+    "values, explicit",
+    [
+        (None, False),
+        (['{"lr": 0.1}'], False),
+        (['{"num_env_runners": 3}'], True),
+        (['{"num_workers": 3}'], True),
+        (["@configs/dfd.yaml"], False),
+    ],
+)
+def test_explicit_env_runners_reads_json_not_files(values, explicit):
+    assert cli.explicit_env_runners(values) is explicit
+
+
+def test_fitting_the_env_runners_is_one_line_on_stderr(monkeypatch, capsys):
+    """`rllib train` without --num-env-runners on a 2-core machine: fitted, said once, then checked."""
+    import ray
+
+    algo_cls = experiment.resolve_algorithm("IMPACT_EXT")
+    config = experiment.build_config(algo_cls, "CartPole-v1", {"num_env_runners": 4})
+    monkeypatch.setattr(ray, "available_resources", lambda: {"CPU": 2.0})
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": 2.0})
+    cli.fit_to_cluster("IMPACT_EXT", algo_cls, config, explicit=False)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"rllib: IMPACT_EXT: {config.num_env_runners} env runner(s) instead of 4 (4 would need ")
+    assert line.endswith("the cluster has 2 free; --num-env-runners N chooses)")
 
 
 def test_output_piped_into_a_reader_that_stops_is_not_an_error():

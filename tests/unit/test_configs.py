@@ -14,7 +14,7 @@ The rules, each failure naming the file, the key, the YAML value and the default
 
 * ``usage`` (a command, or a list of them) names the algorithm the table is for (``--algo``) and
   the file itself; every usage parses and validates through the CLI's own path
-  (``cli.build_config``, which starts no Ray). ``paper`` names the source. A file without these
+  (``experiment.build_config``, which starts no Ray). ``paper`` names the source. A file without these
   fails; no file is skipped. Validating builds the env, so the usage of a file whose env needs an
   optional extra (``configs/impact_atari.yaml``: ``.[atari]``) is skipped where the extra is missing.
 * Every value under ``config`` equals the algorithm's Config default
@@ -37,7 +37,7 @@ import shlex
 import pytest
 import yaml
 
-from rllib_ext import cli
+from rllib_ext import cli, experiment
 from tests.helpers import NOT_A_CONFIG_DEFAULT, REPO, same_value, settings_with_defaults, skip_without_env_extra
 
 CONFIGS = sorted(glob.glob(os.path.join(REPO, "configs", "*.yaml")))
@@ -124,6 +124,6 @@ def test_usage_parses_and_validates_through_the_cli(path, usage):
     skip_without_env_extra(args.env)  # validating builds the env: an Atari env needs the `atari` extra
     overrides = cli.parse_config_options(args.config)
     assert overrides == {**load(path)["config"], **overrides}, "the file's settings are not all passed on"
-    algo_cls = cli.resolve_algorithm(args.algo)
-    config = cli.build_config(algo_cls, args.env, overrides, num_env_runners=args.num_env_runners)
+    algo_cls = experiment.resolve_algorithm(args.algo)
+    config = experiment.build_config(algo_cls, args.env, overrides, num_env_runners=args.num_env_runners)
     assert config.env == args.env

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-from rllib_ext import cli
+from rllib_ext import cli, experiment
 from rllib_ext.legacy import RENAMED, REPLACED, OldKeyError, translate_old_keys
 
 
@@ -36,10 +36,10 @@ def test_keys_without_a_rename_name_their_replacement(old):
 
 def test_the_old_model_dict_reaches_model_config():
     """RLlib 2.60's new API stack ignores `model`; the translation keeps the network setting."""
-    config = cli.build_config(
-        cli.resolve_algorithm("PPO"),
+    config = experiment.build_config(
+        experiment.resolve_algorithm("PPO"),
         "CartPole-v1",
-        cli.translate_config({"model": {"fcnet_hiddens": [16]}}, "--config"),
+        experiment.translate_config({"model": {"fcnet_hiddens": [16]}}, "--config"),
     )
     assert config.model_config["fcnet_hiddens"] == [16]
 
@@ -50,15 +50,29 @@ def _old_yaml(tmp_path, config_lines):
     return str(path)
 
 
-def test_cli_old_yaml_with_a_rename_builds_with_notices(tmp_path, capsys):
+def test_old_yaml_with_a_rename_builds_with_one_notice_each(tmp_path, capsys):
     path = _old_yaml(tmp_path, "    num_envs_per_worker: 2\n    sgd_minibatch_size: 64\n")
-    ((_, exp),) = cli.load_experiments(path)
-    config = cli.build_config(
-        cli.resolve_algorithm("PPO"), "CartPole-v1", cli.translate_config(exp["config"], f"{path}: experiment 'old'")
-    )
+    ((_, exp),) = experiment.load_experiments(path)
+    notices = []
+    overrides = experiment.translate_config(exp["config"], f"{path}: experiment 'old'", notice=notices.append)
+    config = experiment.build_config(experiment.resolve_algorithm("PPO"), "CartPole-v1", overrides)
     assert config.num_envs_per_env_runner == 2 and config.minibatch_size == 64
+    assert len(notices) == 2 and all(n.startswith(f"{path}: experiment 'old': ") for n in notices)
+    assert experiment.translate_config(exp["config"], "x.yaml") == overrides  # no notice: silent
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_prints_one_note_line_per_renamed_key(tmp_path, capsys):
+    path = _old_yaml(tmp_path, "    num_envs_per_worker: 2\n")
+    argv = ["train", "file", path, "--config", '{"num_workers": 1}', "--stop", '{"training_iteration": "x"}']
+    assert cli.main(argv) == cli.USAGE_ERROR  # the stop criterion: checked after the config
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(line.startswith("rllib: note: ") for line in err)
+    assert err[0].startswith("rllib: note: --config: 'num_workers' is called 'num_env_runners'"), err
+    assert err[1].startswith(f"rllib: note: {path}: experiment 'old': 'num_envs_per_worker' is called "), err
+    assert err[2:] == [
+        f"rllib: error: {path}: experiment 'old' stop (with --stop): 'training_iteration' must be a "
+        "number (stop when the result reaches it), got 'x'"
+    ], err
 
 
 def test_cli_old_key_without_rename_is_one_error_line_before_ray(tmp_path, capsys):
@@ -74,5 +88,5 @@ def test_cli_old_key_without_rename_is_one_error_line_before_ray(tmp_path, capsy
 def test_cli_deprecated_key_missing_from_the_table_is_one_line_not_a_traceback(capsys):
     """A key whose RLlib getter raises (not in our table) still gives one rllib: error: line."""
     assert "uses_new_env_runners" not in RENAMED and "uses_new_env_runners" not in REPLACED
-    with pytest.raises(cli.CLIError, match="'uses_new_env_runners' is no longer an RLlib 2.60 setting"):
-        cli.build_config(cli.resolve_algorithm("PPO"), "CartPole-v1", {"uses_new_env_runners": True})
+    with pytest.raises(experiment.ExperimentError, match="'uses_new_env_runners' is no longer an RLlib 2.60 setting"):
+        experiment.build_config(experiment.resolve_algorithm("PPO"), "CartPole-v1", {"uses_new_env_runners": True})

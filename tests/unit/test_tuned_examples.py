@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from rllib_ext import cli
+from rllib_ext import experiment
 from tests.helpers import (
     TUNED_EXAMPLE_IDS,
     TUNED_EXAMPLES,
@@ -25,7 +25,7 @@ MAY_RESTATE = {"num_env_runners"}
 def test_tuned_example_is_a_valid_config(path):
     """Every tuned example (also the long ones CI does not train) names a registered algorithm,
     only keys its config has, values its ``validate()`` accepts, and a return threshold."""
-    for name, exp in cli.load_experiments(path):
+    for name, exp in experiment.load_experiments(path):
         _, config = build_tuned_example(exp)
         assert config.env == (exp.get("env") or exp["config"]["env"]), name
         assert math.isfinite(tuned_example_threshold(exp)), name
@@ -36,7 +36,7 @@ def test_tuned_example_sets_only_values_that_differ_from_the_default(path):
     """A tuned example holds its stop criteria and the overrides it needs; the defaults live in
     the Config class (RLlib's built-ins count too), the paper tables in configs/."""
     restated = []
-    for name, exp in cli.load_experiments(path):
+    for name, exp in experiment.load_experiments(path):
         for key, value, default in settings_with_defaults(str(exp["run"]), exp.get("config") or {}):
             if key not in MAY_RESTATE and same_value(value, default):
                 restated.append(f"{name}: {key}: {value!r} is {exp['run']}'s default; drop it")

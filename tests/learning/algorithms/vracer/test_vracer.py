@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from benchmarks.harness.race import NEVER, evaluate_on_rllib_runner
-from rllib_ext import cli
+from rllib_ext import experiment
 from tests.helpers import REPO
 
 TUNED = os.path.join(REPO, "tuned_examples", "vracer_ext", "pendulum-v1.yaml")
@@ -24,8 +24,8 @@ def test_vracer_learns_pendulum_quickly_and_keeps_near_policy(ray_session):
     0-2: -1525, -1416, -1238 (far fraction 0.95-0.99); a random policy scores about -1230. The
     training return's best value, the old criterion, fails for ReF-ER's seed 2 (-1018).
     """
-    ((_, exp),) = cli.load_experiments(TUNED)
-    config = cli.build_config(cli.resolve_algorithm(exp["run"]), exp["env"], exp["config"])
+    ((_, exp),) = experiment.load_experiments(TUNED)
+    config = experiment.build_config(experiment.resolve_algorithm(exp["run"]), exp["env"], exp["config"])
     config.training(n_start=1000, train_batch_size_per_learner=128)
     config.evaluation(evaluation_interval=NEVER, evaluation_num_env_runners=0, evaluation_duration=5)
     algo = config.build_algo()

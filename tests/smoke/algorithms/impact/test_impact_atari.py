@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rllib_ext import cli
+from rllib_ext import cli, experiment
 from tests.helpers import REPO, skip_without_env_extra
 
 ATARI42 = "rllib_ext/Atari42-v0"
@@ -32,7 +32,7 @@ TINY = {
 def _atari_config():
     skip_without_env_extra(ATARI42)
     overrides = {**cli.parse_config_options(["@" + CONFIG_FILE]), **TINY}
-    return cli.build_config(cli.resolve_algorithm("IMPACT_EXT"), ATARI42, overrides)
+    return experiment.build_config(experiment.resolve_algorithm("IMPACT_EXT"), ATARI42, overrides)
 
 
 def test_paper_atari_setup_trains_one_iteration(ray_session):

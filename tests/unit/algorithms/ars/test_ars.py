@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from rllib_ext import ARSConfig, cli
+from rllib_ext import ARSConfig, cli, experiment
 from rllib_ext.algorithms.ars.ars_learner import ars_gradient
 from rllib_ext.common.es_gradient import es_gradient
 from rllib_ext.common.samplers import make_sampler
@@ -182,8 +182,8 @@ def test_episodes_per_batch_set_then_other_num_directions_is_rejected():
 
 def test_rllib_train_defaults_build_on_pendulum_without_ray():
     """`rllib train --algo ARS_EXT --env Pendulum-v1`: the defaults validate through the CLI's path."""
-    algo_cls = cli.resolve_algorithm("ARS_EXT")
-    config = cli.build_config(algo_cls, "Pendulum-v1", {})
+    algo_cls = experiment.resolve_algorithm("ARS_EXT")
+    config = experiment.build_config(algo_cls, "Pendulum-v1", {})
     assert config.algo_class is algo_cls and config.episodes_per_batch == 16
 
 
