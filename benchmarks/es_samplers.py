@@ -27,7 +27,7 @@ import ray
 
 import rllib_ext  # noqa: F401
 from rllib_ext import ESConfig
-from rllib_ext.common.es_gradient import es_gradient
+from rllib_ext.common.blackbox.es_gradient import es_gradient
 
 # (label, sampler, sampler_antithetic): the plain samplers, then the structured ones in pairs.
 SAMPLERS = [

@@ -1,6 +1,6 @@
-"""Building blocks shared by two or more algorithms (see design.md, "Layout").
+"""Building blocks shared by two or more algorithms (see docs/architecture.md, "Layers").
 
-* :mod:`rllib_ext.common.samplers` — perturbation samplers reproducible from (seed, index).
-* :mod:`rllib_ext.common.shaping` — return shaping by name.
-* :mod:`rllib_ext.common.es_gradient` — the ES gradient estimator.
+A family's own blocks live in its home: :mod:`rllib_ext.common.blackbox` (with the perturbation
+samplers, return shaping and the ES gradient), :mod:`rllib_ext.common.erl` (with the population
+update), :mod:`rllib_ext.common.refer`; the modules directly here serve several families.
 """

@@ -48,7 +48,7 @@ def test_workers_import_no_scipy_stats():
     import sys
 
     code = (
-        "import sys, rllib_ext, rllib_ext.common.blackbox.env_runner, rllib_ext.common.shaping; "
+        "import sys, rllib_ext, rllib_ext.common.blackbox.env_runner, rllib_ext.common.blackbox.shaping; "
         "print('scipy.stats' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -11,7 +11,7 @@ Mean rules (``mean_rule``):
 - ``one_plus_one``: (1+1)-ES, Eq. (5): p = 1 if f(μ) < f(z), else 0.
 - ``rank``: asynchronous rank-based update (ACEM-RL, App. E.1, Eq. 13): the last n individuals
   are kept; once n are stored each new one moves μ by 1/n of the way to the sep-CEM mean of their
-  elites (:func:`~rllib_ext.common.population.elite_update`); p is reported as 1/n (the
+  elites (:func:`~rllib_ext.common.erl.population.elite_update`); p is reported as 1/n (the
   reference's ``ACemrlPopulation.tell`` returns 0).
 - ``fixed_linear``: Eq. (6)–(7): p = p_sg·clip((f(z) − f(μ))/r, −1, 1).
 - ``fixed_sigmoid``: Eq. (8): p = p_sg·Sigmoid((f(z) − f(μ))/r). The reference code drops p_sg
@@ -73,7 +73,7 @@ from typing import Any
 
 import numpy as np
 
-from rllib_ext.common.population import CEM_VARIANCES, elite_update, gaussian_individual, rank_weights
+from rllib_ext.common.erl.population import CEM_VARIANCES, elite_update, gaussian_individual, rank_weights
 
 MEAN_RULES = ("one_plus_one", "rank", "fixed_linear", "fixed_sigmoid", "baseline_absolute", "baseline_relative")
 VARIANCE_RULES = ("success_rule", "online_fixed", "online_adaptive", "elite")

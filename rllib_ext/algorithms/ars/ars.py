@@ -32,7 +32,7 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.algorithms.ars.ars_learner import ars_gradient
 from rllib_ext.algorithms.es.es import ES, ESConfig
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
-from rllib_ext.common.shaping import shape_returns
+from rllib_ext.common.blackbox.shaping import shape_returns
 from rllib_ext.common.validation import is_integer, is_number
 
 

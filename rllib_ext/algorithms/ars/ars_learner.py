@@ -16,7 +16,7 @@ that one ``sgd`` step with learning rate α (θ ← θ + α·ĝ, :mod:`rllib_ext
 step 7. Unlike ES (paper 000 Eq. 8) there is no 1/ν: δ is the unit-variance direction, ν only
 scales the perturbation the runners evaluate (θ ± ν·δ).
 
-Batch layout: the rows of an ``antithetic`` sampler batch (:mod:`rllib_ext.common.samplers`),
+Batch layout: the rows of an ``antithetic`` sampler batch (:mod:`rllib_ext.common.blackbox.samplers`),
 row 2k = +δ_k and row 2k + 1 = −δ_k, with one return per row in the same order.
 """
 

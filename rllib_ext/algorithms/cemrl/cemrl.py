@@ -14,7 +14,7 @@ implementations are apourchot/CEM-RL and the P-CEM-RL of KyunghyunLee/aes-rl. On
    reference codes run it; paper 001 App. C.2's 0.1 is an option), filling the
    replay actor), and sep-CEM updates μ and σ² from the elites (Eq. 1; the variance in the
    reference codes' form (1/K_e)·Σλ_i(z_i − μ_t)² + ε by default, Eq. 2 as printed with
-   ``cem_variance="eq2"``; :class:`~rllib_ext.common.population.SepCEM`).
+   ``cem_variance="eq2"``; :class:`~rllib_ext.common.erl.population.SepCEM`).
 
 ``mode``:
 
@@ -48,7 +48,7 @@ from ray.rllib.utils.annotations import override
 from rllib_ext.common.blackbox import BLACKBOX
 from rllib_ext.common.blackbox.protocol import IndividualJob
 from rllib_ext.common.erl import ERLAlgorithm, ERLConfig, ERLResult
-from rllib_ext.common.population import SepCEM
+from rllib_ext.common.erl.population import SepCEM
 
 MODES = ("serial", "parallel")
 

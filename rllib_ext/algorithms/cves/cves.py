@@ -43,8 +43,8 @@ from rllib_ext.algorithms.cves import cves_learner as cv
 from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner, CVESPayload, CVESResult
 from rllib_ext.algorithms.es.es import ES
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
+from rllib_ext.common.blackbox.samplers import make_sampler
 from rllib_ext.common.policies import DETERMINISTIC_HEADS
-from rllib_ext.common.samplers import make_sampler
 
 
 class CVESConfig(BlackBoxConfig):

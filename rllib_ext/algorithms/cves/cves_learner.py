@@ -6,7 +6,7 @@ Strategies via Structured Control Variates". Names follow the paper:
 - θ ∈ R^d, σ (``noise_stdev``), ε_i the perturbations (rows of a sampler batch), N rollouts.
 - J¹, J^γ: undiscounted and discounted returns of one rollout of π_{θ+σε_i} (Eq. 1).
 - ĝ^es,γ = (1/N) Σ_i J^γ_i ε_i / σ (Eq. 4), computed by
-  :func:`rllib_ext.common.es_gradient.es_gradient`; ĝ^es,1 is the same with J¹.
+  :func:`rllib_ext.common.blackbox.es_gradient.es_gradient`; ĝ^es,1 is the same with J¹.
 - ĝ^pg,γ_i: the policy-gradient estimate of ∇J^γ at θ_i from that rollout (Eq. 5, computed on
   the env runner, see :mod:`rllib_ext.algorithms.cves.cves_env_runner`); ĝ^re,γ = mean_i ĝ^pg,γ_i
   (Eq. 7).
@@ -53,8 +53,8 @@ import math
 
 import numpy as np
 
-from rllib_ext.common.es_gradient import es_gradient
-from rllib_ext.common.shaping import shape_returns
+from rllib_ext.common.blackbox.es_gradient import es_gradient
+from rllib_ext.common.blackbox.shaping import shape_returns
 
 __all__ = [
     "CVEstimate",

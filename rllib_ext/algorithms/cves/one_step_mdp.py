@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from rllib_ext.algorithms.cves.cves_learner import cv_terms, discounted_weights
-from rllib_ext.common.samplers import make_sampler
+from rllib_ext.common.blackbox.samplers import make_sampler
 
 
 def theory(d: int, n: int, rho: float) -> dict[str, float]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from rllib_ext.common.blackbox.protocol import EpisodeResult, result_from_state, result_to_state
-from rllib_ext.common.shaping import standardize
+from rllib_ext.common.blackbox.shaping import standardize
 
 
 class ParameterHistory:

@@ -21,9 +21,9 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
+from rllib_ext.common.blackbox.es_gradient import es_gradient
 from rllib_ext.common.blackbox.protocol import EpisodeResult
-from rllib_ext.common.es_gradient import es_gradient
-from rllib_ext.common.shaping import shape_returns
+from rllib_ext.common.blackbox.shaping import shape_returns
 from rllib_ext.common.validation import algo_name
 
 # A batch whose episodes keep failing (env raising, NaN) must not loop forever.

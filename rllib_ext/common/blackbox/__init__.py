@@ -19,6 +19,9 @@ Pieces, each an RLlib component so that RLlib manages, checkpoints and restarts 
 - ``protocol.py``: the typed messages (Job, Call, Payload, EpisodeResult, Reply).
 - ``pool.py``: :class:`AsyncJobPool`, the driver's asynchronous job pool (credit, re-queueing, overdue calls).
 - ``obs_filter.py``: the observation filter the runners update and the driver merges.
+- ``samplers.py``: the perturbation samplers, ε reproducible from (batch seed, index) on driver and runners.
+- ``shaping.py``: return shaping by name (centered ranks, standardize, none).
+- ``es_gradient.py``: the ES gradient estimate ĝ from a batch of perturbations and their returns.
 
 **Low bandwidth.** A call carries the update index u, a reference to u's Payload (θ_u, filter
 state) that the runner fetches once per u, and perturbation ids ``(batch seed, n, index)``; the

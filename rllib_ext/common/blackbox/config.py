@@ -9,8 +9,8 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.common import samplers as samplers_lib
-from rllib_ext.common import shaping as shaping_lib
+from rllib_ext.common.blackbox import samplers as samplers_lib
+from rllib_ext.common.blackbox import shaping as shaping_lib
 from rllib_ext.common.blackbox.env_runner import BlackBoxEnvRunner
 from rllib_ext.common.blackbox.learner import BlackBoxLearner
 from rllib_ext.common.blackbox.rl_module import BlackBoxRLModule

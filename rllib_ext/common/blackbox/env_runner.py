@@ -26,7 +26,7 @@ from ray.rllib.utils.metrics import (
     NUM_EPISODES,
 )
 
-from rllib_ext.common import samplers as samplers_lib
+from rllib_ext.common.blackbox import samplers as samplers_lib
 from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.blackbox.protocol import (

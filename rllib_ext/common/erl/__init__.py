@@ -18,7 +18,7 @@ of Ray actors, all on top of the black-box engine (:mod:`rllib_ext.common.blackb
 
 **Low bandwidth.** An ES individual travels as a seed: z = μ + √var ⊙ ε(seed), regenerated on
 the runner from the (μ, var) published once per update
-(:func:`~rllib_ext.common.population.gaussian_individual`); its result is ~100 bytes. RL
+(:func:`~rllib_ext.common.erl.population.gaussian_individual`); its result is ~100 bytes. RL
 individuals return their trained d-vector; critic weights travel once per critic call as one
 object-store reference.
 
@@ -29,6 +29,8 @@ Modules, by role (as :mod:`rllib_ext.common.blackbox`):
 - ``env_runner.py``: :class:`ERLEnvRunner`.
 - ``critic_worker.py``: :class:`CriticWorker`.
 - ``algorithm.py``: :class:`ERLAlgorithm`, the driver base.
+- ``population.py``: sep-CEM (:class:`~rllib_ext.common.erl.population.SepCEM`), the elite update and
+  individuals regenerated from a seed (CEMRL_EXT, AESRL_EXT).
 
 Checkpoints written before this package existed pickle ``rllib_ext.common.erl.ERLEnvRunner``
 (the config's ``env_runner_cls``); the names below keep every class of the old module importable

@@ -10,7 +10,7 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BlackBoxConfig
 from rllib_ext.common.erl.env_runner import ERLEnvRunner
-from rllib_ext.common.population import CEM_VARIANCES
+from rllib_ext.common.erl.population import CEM_VARIANCES
 from rllib_ext.common.validation import CONTINUOUS
 
 # TD3 / replay settings the runners and the critic worker need (sent as one dict).
@@ -74,7 +74,7 @@ class ERLConfig(BlackBoxConfig):
     ``var_limit`` (floor of σ², 1e-5), ``cem_variance``: the form of the sep-CEM variance (CEMRL_EXT;
     AESRL_EXT's ``elite`` variance rule) — ``"reference"`` (default): σ² = (1/K_e)·Σλ_i(z_i − μ_t)² + ε,
     as apourchot/CEM-RL and aes-rl compute it; ``"eq2"``: paper 001 Eq. (2) as printed, without
-    1/K_e (:mod:`rllib_ext.common.population`). Actor (App. A): ``policy_hiddens`` [400, 300], tanh,
+    1/K_e (:mod:`rllib_ext.common.erl.population`). Actor (App. A): ``policy_hiddens`` [400, 300], tanh,
     deterministic tanh head. Critic and RL training (TD3): ``critic_hiddens`` [400, 300] (leaky
     ReLU), ``actor_lr`` and ``critic_lr`` 1e-3, ``gamma`` 0.99, ``tau`` 0.005, ``policy_noise``
     0.2, ``noise_clip`` 0.5, ``rl_batch_size`` 256 (the reference configs; CEM-RL: 100).

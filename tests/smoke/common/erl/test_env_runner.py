@@ -4,7 +4,7 @@ import numpy as np
 import ray
 import torch
 
-from rllib_ext.common.population import gaussian_individual
+from rllib_ext.common.erl.population import gaussian_individual
 from tests.builders import small_aesrl_config
 
 

@@ -23,8 +23,8 @@ from rllib_ext.common.blackbox.pool import AsyncJobPool
 from rllib_ext.common.blackbox.protocol import EvaluationJob, Reply, theta_digest
 from rllib_ext.common.erl.algorithm import LIFETIME_COUNTERS
 from rllib_ext.common.erl.env_runner import ERLEnvRunner
+from rllib_ext.common.erl.population import gaussian_individual
 from rllib_ext.common.erl.protocol import ERLResult
-from rllib_ext.common.population import gaussian_individual
 from rllib_ext.common.steps import StepAccount
 from tests.builders import small_aesrl_config
 from tests.unit.common.blackbox.test_pool import FakeGroup, FakeRayError, fake_get, fake_wait

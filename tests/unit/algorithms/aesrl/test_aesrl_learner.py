@@ -11,7 +11,7 @@ from rllib_ext.algorithms.aesrl.aesrl_learner import (
     update_ratio,
     welford_variance,
 )
-from rllib_ext.common.population import rank_weights
+from rllib_ext.common.erl.population import rank_weights
 
 
 def test_p_rl_values():

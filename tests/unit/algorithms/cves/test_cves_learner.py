@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rllib_ext.algorithms.cves import cves_learner as cv
-from rllib_ext.common.es_gradient import es_gradient
-from rllib_ext.common.samplers import make_sampler
-from rllib_ext.common.shaping import shape_returns
+from rllib_ext.common.blackbox.es_gradient import es_gradient
+from rllib_ext.common.blackbox.samplers import make_sampler
+from rllib_ext.common.blackbox.shaping import shape_returns
 
 
 def test_discounted_weights_are_gamma_t_times_the_discounted_reward_to_go():

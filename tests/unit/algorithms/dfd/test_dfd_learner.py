@@ -10,7 +10,7 @@ from rllib_ext.algorithms.dfd.dfd_learner import (
     dfd_gradient,
 )
 from rllib_ext.common.blackbox.protocol import EpisodeResult, PerturbationJob, result_from_state
-from rllib_ext.common.shaping import standardize
+from rllib_ext.common.blackbox.shaping import standardize
 
 
 def history_of(thetas):

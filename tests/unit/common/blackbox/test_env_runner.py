@@ -17,7 +17,7 @@ def make_runner(env="rllib_ext/VariableLength-v0", env_config=None, **training):
 
 
 def test_runner_regenerates_the_drivers_perturbation_from_ids_only():
-    from rllib_ext.common.samplers import make_sampler
+    from rllib_ext.common.blackbox.samplers import make_sampler
 
     runner, config = make_runner(sampler="orthogonal", noise_stdev=0.05)
     theta = runner.module.get_flat()

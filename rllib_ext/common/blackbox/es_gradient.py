@@ -10,7 +10,7 @@ __all__ = ["es_gradient", "es_gradient_antithetic"]
 def es_gradient(returns: np.ndarray, eps: np.ndarray, sigma: float) -> np.ndarray:
     """ĝ = (1/(σN)) Σ_i F_i ε_i, the ES estimate of ∇J(θ) (paper 000 Eq. 9; paper 002 §2).
 
-    Works for every sampler of :mod:`rllib_ext.common.samplers`: pass the whole batch
+    Works for every sampler of :mod:`rllib_ext.common.blackbox.samplers`: pass the whole batch
     (``sampler.sample(seed, n)``) and one (shaped) return per row. On the antithetic layout
     (rows 2k, 2k+1 = ε_k, −ε_k) it equals the pairwise form of :func:`es_gradient_antithetic`
     with N = n/2 pairs.

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rllib_ext.common.population import SepCEM, elite_update, gaussian_individual, rank_weights
+from rllib_ext.common.erl.population import SepCEM, elite_update, gaussian_individual, rank_weights
 
 
 def test_individuals_are_reproducible_from_seeds():

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rllib_ext.common.es_gradient import es_gradient
-from rllib_ext.common.samplers import SAMPLERS, OrthogonalSampler, get_sampler, make_sampler
-from rllib_ext.common.shaping import shape_returns
+from rllib_ext.common.blackbox.es_gradient import es_gradient
+from rllib_ext.common.blackbox.samplers import SAMPLERS, OrthogonalSampler, get_sampler, make_sampler
+from rllib_ext.common.blackbox.shaping import shape_returns
 
 NAMES = list(SAMPLERS)
 

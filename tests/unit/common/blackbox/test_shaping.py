@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rllib_ext.common.shaping import SHAPINGS, centered_rank, get_shaping, none, shape_returns, standardize
+from rllib_ext.common.blackbox.shaping import SHAPINGS, centered_rank, get_shaping, none, shape_returns, standardize
 
 
 def test_centered_rank_maps_ranks_onto_minus_half_to_half():

@@ -1,7 +1,7 @@
 """Return shaping for ES-style estimators: ``centered_rank``, ``standardize``, ``none``, by name.
 
 ES replaces the raw returns F_i of a batch by shaped ones before the gradient estimate
-(:func:`rllib_ext.common.es_gradient.es_gradient`): Salimans et al. (2017) use centered ranks;
+(:func:`rllib_ext.common.blackbox.es_gradient.es_gradient`): Salimans et al. (2017) use centered ranks;
 paper 000 (App. A.2) and paper 002 (App., "returns are normalized") standardize each batch.
 Every function takes an array of any shape, shapes all of its elements jointly (e.g. the
 [N, 2] returns of N antithetic pairs) and returns a float32 array of the same shape.

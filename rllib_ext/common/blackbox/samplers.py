@@ -17,7 +17,7 @@ sampler, and a job or a result carries only ``(seed, n, i)``, never a noise vect
 true: always for ``"antithetic"`` and ``"gcmc"``, optional for ``"gaussian"``, ``"orthogonal"``
 and ``"qmc"``), ``n`` must be even and rows ``2k`` and ``2k + 1`` are the pair of direction
 ``k``: (δ_k, −δ_k), or for GCMC (δ_k, δ'_k) with δ'_k pointing along −δ_k with the coupled
-length. Every row is marginally N(0, I_d), so :func:`rllib_ext.common.es_gradient.es_gradient`
+length. Every row is marginally N(0, I_d), so :func:`rllib_ext.common.blackbox.es_gradient.es_gradient`
 applies to any batch, and on the antithetic layout it equals the pairwise form
 (1/(2σN)) Σ (F⁺ − F⁻) ε.
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rllib_ext.common.es_gradient import es_gradient, es_gradient_antithetic
-from rllib_ext.common.samplers import make_sampler
+from rllib_ext.common.blackbox.es_gradient import es_gradient, es_gradient_antithetic
+from rllib_ext.common.blackbox.samplers import make_sampler
 
 
 def test_es_gradient_is_eq_9_and_its_antithetic_form():
