@@ -1,4 +1,4 @@
-"""Name lookups: the small registries (samplers, return shaping, optimizers), and the registered
+"""Name lookups: the small registries (samplers, return shaping, activations), and the registered
 name of each algorithm class."""
 
 from __future__ import annotations

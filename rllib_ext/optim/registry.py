@@ -7,7 +7,6 @@ from typing import Any
 
 import torch
 
-from rllib_ext.common.names import lookup
 from rllib_ext.optim.dsgd import DSGD
 from rllib_ext.optim.msgd import MSGD
 from rllib_ext.optim.sgd import SGD
@@ -22,13 +21,22 @@ OPTIMIZERS: dict[str, tuple[type[torch.optim.Optimizer], dict[str, Any]]] = {
 }
 
 
+def _entry(name: str) -> tuple[type[torch.optim.Optimizer], dict[str, Any]]:
+    """``OPTIMIZERS[name]``, case-insensitively, or one clear error (the message of
+    :func:`rllib_ext.common.names.lookup`; written here so that ``optim/`` imports nothing else of rllib_ext)."""
+    key = name.lower() if isinstance(name, str) else name
+    if key not in OPTIMIZERS:
+        raise ValueError(f"Unknown optimizer {name!r}; valid names are {', '.join(map(repr, OPTIMIZERS))}.")
+    return OPTIMIZERS[key]
+
+
 def get_optimizer_class(name: str) -> type[torch.optim.Optimizer]:
     """Returns the optimizer class registered under ``name`` (case-insensitive).
 
     Raises:
         ValueError: ``name`` is not one of :data:`OPTIMIZERS`.
     """
-    return lookup(OPTIMIZERS, name, "optimizer")[0]
+    return _entry(name)[0]
 
 
 def make_optimizer(
@@ -47,5 +55,5 @@ def make_optimizer(
         ValueError: Unknown ``name``.
         TypeError: An override the optimizer does not take.
     """
-    cls, defaults = lookup(OPTIMIZERS, name, "optimizer")
+    cls, defaults = _entry(name)
     return cls(params, **{**defaults, **overrides})
