@@ -349,9 +349,13 @@ class AESRL(ERLAlgorithm):
         return AESRLConfig()
 
     @override(ERLAlgorithm)
-    def setup(self, config):
-        super().setup(config)
+    def setup_state(self) -> None:
+        super().setup_state()
         self.init_population()
+
+    @override(ERLAlgorithm)
+    def setup(self, config):
+        super().setup(config)  # publishes μ_0, so that jobs carry its version
         if self.population.needs_f_mu and self.config.mean_fitness == "interpolate":
             self._submit_mean()  # f(μ_0); "reevaluate" evaluates μ after every individual
 

@@ -160,8 +160,8 @@ class ARS(ES):
         return ARSConfig()
 
     @override(BlackBoxAlgorithm)
-    def setup(self, config):
-        super().setup(config)
+    def setup_state(self) -> None:
+        super().setup_state()
         if self.config.zero_init:
             # Algorithm 2: M_0 = 0. The output layer is the module's last nn.Linear.
             def zero_output_layer(learner):
@@ -171,8 +171,7 @@ class ARS(ES):
                     layers[-1].bias.zero_()
                 return learner.get_flat()
 
-            self.theta = self._on_learner(zero_output_layer)
-            self.publish()
+            self.theta = self._on_learner(zero_output_layer)  # published by the base setup
 
     @override(ES)
     def estimate_gradient(self, seed: int, rows: list[Any]) -> tuple[np.ndarray, dict[str, float]]:

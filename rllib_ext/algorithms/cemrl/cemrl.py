@@ -162,8 +162,8 @@ class CEMRL(ERLAlgorithm):
         return CEMRLConfig()
 
     @override(ERLAlgorithm)
-    def setup(self, config):
-        super().setup(config)
+    def setup_state(self) -> None:
+        super().setup_state()
         self.cem = self.config.make_population(self.mu)
         self.prev_generation_steps = 0
         self.counters.update({"individuals_failed": 0, "individual_retries": 0})

@@ -202,13 +202,12 @@ class CVES(ES):
         return CVESConfig()
 
     @override(BlackBoxAlgorithm)
-    def setup(self, config):
-        # publish() (called by the base setup) ships the γ's, so φ exists before it.
-        self.phi = cv.phi_of(float(config.gamma))
+    def setup_state(self) -> None:
+        super().setup_state()
+        self.phi = cv.phi_of(float(self.config.gamma))  # the payload ships the γ's
         self._phi_sampler = make_sampler("antithetic", 1)
         self._eps_phi = np.zeros(0)
         self.mean_rewards: np.ndarray | None = None  # r̄_t of the previous batch (PG baseline)
-        super().setup(config)
         self.eta = np.full(self.theta.size, float(self.config.eta_init))
 
     @property

@@ -90,8 +90,8 @@ class DFD(BlackBoxAlgorithm):
         return DFDConfig()
 
     @override(BlackBoxAlgorithm)
-    def setup(self, config):
-        super().setup(config)
+    def setup_state(self) -> None:
+        super().setup_state()
         self.history = ParameterHistory(int(self.config.u_max))
         self.history.add(self.update_index, self.theta)
         self.returns = ReturnBuffer(self.config.episodes_per_batch, int(self.config.u_max), self.config.delayed_returns)

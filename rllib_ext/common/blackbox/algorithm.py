@@ -36,7 +36,8 @@ BLACKBOX = "blackbox"  # metrics key prefix of the engine's own metrics
 class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     """Algorithm base of the ES family: θ_u publishing, the job pool, filter merging, metrics.
 
-    Subclasses implement ``training_step`` with :meth:`submit_perturbations`,
+    Subclasses build their state in :meth:`setup_state` and implement ``training_step`` with
+    :meth:`submit_perturbations`,
     :meth:`collect`, :meth:`apply_update` and :meth:`log_batch`. Extra state they keep must be
     added in ``_extra_state`` / ``_set_extra_state`` so checkpoints carry it.
 
@@ -73,7 +74,13 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.eval_return_ema: float | None = None  # R̄, DSGD's reward (observe_evaluations)
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.sampler = self.config.make_sampler(self.theta.size)
-        self.publish()
+        self.setup_state()
+        self.publish()  # once, with everything the payload needs
+
+    def setup_state(self) -> None:
+        """The subclass's own state, built after the engine's (θ, pool, counters) and before θ_u is
+        first published: override it (calling ``super().setup_state()``) rather than ``setup``, so
+        that nothing is set before ``super().setup`` and nothing is published twice."""
 
     # -- helpers ----------------------------------------------------------------------------
     def _on_learner(self, fn):

@@ -83,9 +83,12 @@ class ERLAlgorithm(BlackBoxAlgorithm):
 
     @override(BlackBoxAlgorithm)
     def setup(self, config):
-        self.mu = self.var = None
-        check_gpus(config)
+        check_gpus(config)  # before any actor starts
         super().setup(config)
+
+    @override(BlackBoxAlgorithm)
+    def setup_state(self) -> None:
+        super().setup_state()
         obs_space, act_space = self.spaces[DEFAULT_MODULE_ID]
         self._obs_dim, self._act_space = int(obs_space.shape[0]), act_space
         self.mu = self.theta.copy()
@@ -95,7 +98,6 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         self.critic_ref: ray.ObjectRef | None = None  # latest critic weights (object store)
         self._make_replay()
         self._make_critic()
-        self.publish()
 
     def _make_replay(self) -> None:
         seed = None if self.config.seed is None else int(self.config.seed) + 17
@@ -207,9 +209,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
 
     @override(BlackBoxAlgorithm)
     def publish(self) -> None:
-        """Publishes update u's population to the runners (not before setup has built μ and the replay)."""
-        if self.mu is None or not hasattr(self, "replay"):
-            return  # during BlackBoxAlgorithm.setup: published at the end of ours
+        """Publishes update u's population (μ as θ) to the runners."""
         self.theta = self.mu
         super().publish()
 
