@@ -394,7 +394,7 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
 
     Every existing row must share this invocation's protocol and machine (the machine may differ
     with ``--other-machine``) and the way env steps are counted (rows of the black-box family or
-    the ERL algorithms written before issue 39 counted fewer: new runs never join them), an entry
+    the ERL algorithms written before 2026-11-27 counted fewer: new runs never join them), an entry
     that already has rows must have been run with the same settings, and no (algorithm, seed) may
     run twice (with ``resume`` such a pair is skipped instead).
     """
@@ -408,7 +408,7 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
         if counted_short(row):
             family = OLD_RULE_FAMILY[row.registered_algorithm]
             raise RaceError(
-                f"{flag}: {path} was counted before issue 39: its {row.algorithm} rows left out "
+                f"{flag}: {path} was counted before 2026-11-27: its {row.algorithm} rows left out "
                 f"{OLD_RULE_LEFT_OUT[family]}, new runs count every simulated step; the two do not mix in one "
                 "race: give a new --race"
             )
@@ -461,7 +461,7 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
             )
         if state.get("step_count") != EVERY_SIMULATED_STEP:
             raise RaceError(
-                f"--resume: {where} was started before issue 39, when env steps were counted the old way; its "
+                f"--resume: {where} was started before 2026-11-27, when env steps were counted the old way; its "
                 "curve would mix two counts: delete it to start over"
             )
         algo = entry.algo_cls.from_checkpoint(os.path.join(where, "checkpoint"))

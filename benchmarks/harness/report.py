@@ -22,11 +22,11 @@ exception: rows that differ only in the machine (``race --other-machine``) of a 
 env steps alone stay comparable per env step (returns, probability of improvement), and the table
 and the figure say that their wall times are not.
 
-Env steps (issue 39): rows written since count every env step the algorithm simulated, and the
+Env steps: rows written since count every env step the algorithm simulated, and the
 table shows per entry where they went (used / evaluation / wasted / pending at the end, IQM over
 seeds). Rows written before counted the black-box family (ES_EXT, DFD_EXT, CVES_EXT, ARS_EXT) and
 the ERL algorithms (AESRL_EXT, CEMRL_EXT) short (:data:`benchmarks.harness.rows.OLD_RULE_LEFT_OUT`):
-such a race says its step axis is "counted the old way (before issue 39)", and where it holds other
+such a race says its step axis is "counted the old way (before 2026-11-27)", and where it holds other
 families "not comparable across families", in the table and in its figure; the table gives, where
 the rows allow it, an estimate of the steps simulated (:func:`recount`); and the probability of
 improvement of a race with an env-step budget is not given between entries counted by different
@@ -107,7 +107,7 @@ def differing_keys(rows: Sequence[RunRow]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Env steps counted before issue 39.
+# Env steps counted before 2026-11-27.
 # ---------------------------------------------------------------------------------------------
 #: The defaults of the settings :func:`recount` reads, as they were when the rows of schema 1 were
 #: written (2026-11-22 to 27; a row's ``settings`` hold only what its race set).
@@ -145,14 +145,14 @@ def entry_groups(rows: Sequence[RunRow]) -> dict[str, list[RunRow]]:
 
 
 def step_axis_note(rows: Sequence[RunRow]) -> str | None:
-    """What a race's step axis is, where its rows were counted before issue 39 short; else None."""
+    """What a race's step axis is, where its rows were counted before 2026-11-27 short; else None."""
     if not any(counted_short(r) for r in rows):
         return None
     if mixes_step_counts(rows):
-        return "rows counted before and since issue 39: shown apart, not comparable"
+        return "rows counted before and since 2026-11-27: shown apart, not comparable"
     if len({counted_rule(r) for r in rows}) > 1:
-        return "counted the old way (before issue 39): not comparable across families"
-    return "counted the old way (before issue 39), one family's rule: not comparable with steps counted since"
+        return "counted the old way (before 2026-11-27): not comparable across families"
+    return "counted the old way (before 2026-11-27), one family's rule: not comparable with steps counted since"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,7 +180,7 @@ def _max_episode_steps(env: str) -> int | None:
 
 
 def recount(row: RunRow) -> Recount | None:
-    """An estimate of the env steps a row counted before issue 39 left out (None: it left none out).
+    """An estimate of the env steps a row counted before 2026-11-27 left out (None: it left none out).
 
     - AES-RL (``mean_fitness="reevaluate"``, a rule that needs f(μ)): each told individual cost one
       evaluation of μ, ``mean_eval_episodes`` (K) episodes: ≈ u·K·L̄ steps, u the told individuals
@@ -230,7 +230,7 @@ def counted_rule(row: RunRow) -> str:
 
 
 def recount_cell(runs: Sequence[RunRow]) -> str:
-    """The table's env-steps breakdown of one entry: where its steps went (rows since issue 39), or
+    """The table's env-steps breakdown of one entry: where its steps went (rows since 2026-11-27), or
     what the old count left out and the estimated total (rows before); IQM over its runs."""
     ends = [r.breakdown_at_end() for r in runs]
     if all(ends):
@@ -269,7 +269,7 @@ RECOUNT_HOW = {
 
 
 def old_count_lines(race_rows: Sequence[RunRow]) -> list[str]:
-    """Markdown lines under a race whose rows were counted before issue 39: what each family left out,
+    """Markdown lines under a race whose rows were counted before 2026-11-27: what each family left out,
     and how the table estimates it."""
     short = [r for r in race_rows if counted_short(r)]
     if not short:
@@ -385,7 +385,7 @@ def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
     if refused:
         lines += [
             "",
-            "† not compared: the two entries' env steps were counted by different rules (before issue 39), so "
+            "† not compared: the two entries' env steps were counted by different rules (before 2026-11-27), so "
             "the budget gave them different numbers of simulated env steps.",
         ]
     return lines + [""]
@@ -425,7 +425,7 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
             shared = {k: first.settings[k] for k in first.shared_keys if k in first.settings}
             lines += ["", f"Shared settings: `{json.dumps(shared, sort_keys=True)}`", ""]
             has_target = first.target is not None
-            # Where the steps went: rows since issue 39 log it; rows counted short before get an estimate.
+            # Where the steps went: rows since 2026-11-27 log it; rows counted short before get an estimate.
             has_steps = any(r.breakdown_at_end() for r in race_rows) or note is not None
             header = "| algorithm | seeds | final eval return, IQM [95% CI] | per-seed final (seed: return) "
             header += "| env steps, wall s (, updates) at the end (IQM) |"
@@ -500,10 +500,10 @@ def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
                 color = plt.get_cmap(palette)(i)
                 marker = "o" if grid.size <= 3 else None  # a run of one or two evaluations stays visible
                 label = f"{algo} (n={len(runs)})"
-                # An entry whose steps were counted short (before issue 39): dashed, and said in the legend.
+                # An entry whose steps were counted short (before 2026-11-27): dashed, and said in the legend.
                 short = any(counted_rule(r) != "every step" for r in runs)
                 if short:
-                    label = f"{algo} (n={len(runs)}; steps counted short before issue 39)"
+                    label = f"{algo} (n={len(runs)}; steps counted short before 2026-11-27)"
                 style = "--" if short and x_field == "env_steps" else "-"
                 ax.step(
                     grid, point, where="post", color=color, label=label, marker=marker, markersize=3, linestyle=style

@@ -12,11 +12,11 @@ sampled, training wall seconds and the mean *evaluation* return (deterministic a
 evaluation point.
 
 Env steps (``curve.env_steps``, the budget) are ``env_runners/num_env_steps_sampled_lifetime``. Since
-issue 39 that is every env step the algorithm simulated, in every family (design.md, convention 12),
+2026-11-27 that is every env step the algorithm simulated, in every family (design.md, convention 12),
 and a row says so (``step_count`` = :data:`EVERY_SIMULATED_STEP`, schema 2) and keeps the breakdown
 (``env_steps_breakdown``: used / evaluation / wasted / pending at each curve point,
 :data:`rllib_ext.common.steps.BREAKDOWN_KEYS`). Rows written before (schema 1, still read) were
-counted under the old rule (:data:`BEFORE_ISSUE_39`): the black-box family and the ERL algorithms
+counted under the old rule (:data:`OLD_STEP_COUNT`): the black-box family and the ERL algorithms
 then counted only the steps of the returns an update used (:data:`OLD_RULE_FAMILY` says what each
 left out), RLlib's env runners every sampled step, as now (:func:`step_rule`).
 """
@@ -33,18 +33,18 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-#: Schema of the rows written now: 2 adds ``step_count`` and ``env_steps_breakdown`` (issue 39).
+#: Schema of the rows written now: 2 adds ``step_count`` and ``env_steps_breakdown``.
 SCHEMA_VERSION = 2
-#: Every schema this reader reads (rows of schema 1 are read as counted :data:`BEFORE_ISSUE_39`).
+#: Every schema this reader reads (rows of schema 1 are read as counted :data:`OLD_STEP_COUNT`).
 READABLE_SCHEMAS = (1, 2)
 
-#: ``step_count`` of the rows written since issue 39: ``curve.env_steps`` is every env step the
+#: ``step_count`` of the rows written since 2026-11-27: ``curve.env_steps`` is every env step the
 #: algorithm simulated (perturbations, its own evaluations, warm-up, dropped and failed episodes).
 EVERY_SIMULATED_STEP = "every-simulated-step"
-#: ``step_count`` of rows written before issue 39 (schema 1, which has no such field).
-BEFORE_ISSUE_39 = "before-issue-39"
+#: ``step_count`` of rows written before 2026-11-27 (schema 1, which has no such field).
+OLD_STEP_COUNT = "before-2026-11-27"
 
-#: Registered algorithms whose count the old rule (before issue 39) left short, by family, and what
+#: Registered algorithms whose count the old rule (before 2026-11-27) left short, by family, and what
 #: it left out; every other algorithm (RLlib's env runners: TD3_EXT, VRACER_EXT, DDPG_EXT, NAF_EXT,
 #: IMPACT_EXT, APPO, PPO, SAC, ...) counted every sampled step then as now.
 OLD_RULE_FAMILY = {
@@ -144,7 +144,7 @@ class RunRow:
             aligned with the curve: ``train_return_mean``, ``recorded[KEY]``, ``updates``).
         schema: Schema version of the row.
         step_count: How ``curve.env_steps`` was counted: :data:`EVERY_SIMULATED_STEP`, or
-            :data:`BEFORE_ISSUE_39` for a row of schema 1 (see :func:`step_rule`).
+            :data:`OLD_STEP_COUNT` for a row of schema 1 (see :func:`step_rule`).
         env_steps_breakdown: ``{name: list aligned with the curve}`` for each name of
             :data:`rllib_ext.common.steps.BREAKDOWN_KEYS` (used, evaluation, wasted, pending; they sum
             to ``curve.env_steps``); null where the ``train()`` result had none (before training, an
@@ -214,12 +214,12 @@ class RunRow:
         schema = data.get("schema", SCHEMA_VERSION)
         if schema not in READABLE_SCHEMAS:
             raise ValueError(f"schema {schema!r}, this reader knows {list(READABLE_SCHEMAS)}")
-        if schema == 1:  # before issue 39: no step_count (or the one from_dict gave it), no breakdown
+        if schema == 1:  # before 2026-11-27: no step_count (or the one from_dict gave it), no breakdown
             _check(
-                data.get("step_count", BEFORE_ISSUE_39) == BEFORE_ISSUE_39, "a schema 1 row was counted before issue 39"
+                data.get("step_count", OLD_STEP_COUNT) == OLD_STEP_COUNT, "a schema 1 row was counted before 2026-11-27"
             )
             _check(data.get("env_steps_breakdown") is None, "a schema 1 row has no env_steps_breakdown")
-            data = dict(data, step_count=BEFORE_ISSUE_39)
+            data = dict(data, step_count=OLD_STEP_COUNT)
         else:
             _check(
                 data.get("step_count") == EVERY_SIMULATED_STEP,
@@ -257,12 +257,12 @@ class RunRow:
 
 def step_rule(row: RunRow) -> str:
     """How the row's env steps were counted, as a key that equal counts share: ``"every step"``
-    (rows since issue 39, and older rows of algorithms on RLlib's env runners, which counted every
-    sampled step then as now) or ``"before issue 39, <family>"`` (:data:`OLD_RULE_FAMILY`)."""
+    (rows since 2026-11-27, and older rows of algorithms on RLlib's env runners, which counted every
+    sampled step then as now) or ``"before 2026-11-27, <family>"`` (:data:`OLD_RULE_FAMILY`)."""
     family = OLD_RULE_FAMILY.get(row.registered_algorithm)
     if row.step_count == EVERY_SIMULATED_STEP or family is None:
         return "every step"
-    return f"before issue 39, {family}"
+    return f"before 2026-11-27, {family}"
 
 
 def counted_short(row: RunRow) -> bool:

@@ -107,7 +107,7 @@ def test_no_budget_is_a_usage_error(capsys):
 def test_env_steps_of_reads_either_place():
     assert race.env_steps_of({"num_env_steps_sampled_lifetime": 7}) == 7
     assert race.env_steps_of({"env_runners": {"num_env_steps_sampled_lifetime": 9}}) == 9
-    # The budget is env_runners/num_env_steps_sampled_lifetime: every step simulated (issue 39).
+    # The budget is env_runners/num_env_steps_sampled_lifetime: every step simulated.
     both = {"num_env_steps_sampled_lifetime": 7, "env_runners": {"num_env_steps_sampled_lifetime": 9}}
     assert race.env_steps_of(both) == 9
     with pytest.raises(KeyError):
@@ -433,10 +433,10 @@ def test_recorded_command_leaves_out_where_the_rows_were_kept(where):
 
 
 # ---------------------------------------------------------------------------------------------
-# Env steps (issue 39): a row says how its steps were counted and keeps where they went.
+# Env steps: a row says how its steps were counted and keeps where they went.
 # ---------------------------------------------------------------------------------------------
 class FakeCounted(FakeAlgo):
-    """Logs the breakdown as every family does since issue 39: a tenth of the steps evaluate θ."""
+    """Logs the breakdown as every family does since 2026-11-27: a tenth of the steps evaluate θ."""
 
     def train(self):
         result = super().train()
@@ -466,7 +466,7 @@ def test_a_row_records_the_step_rule_and_the_breakdown_along_its_curve(tmp_path)
 
 
 def test_append_refuses_rows_counted_the_old_way_where_the_count_changed(tmp_path):
-    """New runs never join rows whose family counted fewer steps before issue 39 (ES_EXT here);
+    """New runs never join rows whose family counted fewer steps before 2026-11-27 (ES_EXT here);
     rows of algorithms that counted every step then as now (IMPACT_EXT) they may join."""
     row = run_fake(tmp_path, FakeAlgo)  # "L" (ES_EXT) seed 0 in tmp_path / "r.jsonl"
     path = tmp_path / "r.jsonl"
@@ -477,7 +477,7 @@ def test_append_refuses_rows_counted_the_old_way_where_the_count_changed(tmp_pat
     argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
     args, _ = race.parse_args([*argv, "--seeds", "1", "--append"])
     entry = fake_entry(FakeAlgo, settings=dict(row.settings))
-    with pytest.raises(race.RaceError, match="counted before issue 39: its L rows left out .*give a new --race"):
+    with pytest.raises(race.RaceError, match="counted before 2026-11-27: its L rows left out .*give a new --race"):
         race.check_append(str(path), [entry], args)
     settings = {**data["settings"], "registered_algorithm": "IMPACT_EXT"}
     path.write_text(json.dumps({**data, "schema": 1, "settings": settings}) + "\n")
@@ -492,8 +492,8 @@ def test_a_run_paused_before_issue_39_is_not_resumed(tmp_path):
     state_path = os.path.join(race.partial_dir(args, "r", "L", 0), "state.json")
     with open(state_path) as f:
         state = json.load(f)
-    del state["step_count"]  # as the harness wrote it before issue 39
+    del state["step_count"]  # as the harness wrote it before 2026-11-27
     with open(state_path, "w") as f:
         json.dump(state, f)
-    with pytest.raises(race.RaceError, match="started before issue 39.*delete it to start over"):
+    with pytest.raises(race.RaceError, match="started before 2026-11-27.*delete it to start over"):
         race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None)

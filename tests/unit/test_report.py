@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from benchmarks.harness import report
-from benchmarks.harness.rows import BEFORE_ISSUE_39, Curve, Machine, RunRow, append_row
+from benchmarks.harness.rows import OLD_STEP_COUNT, Curve, Machine, RunRow, append_row
 
 
 def row(algorithm="A", seed=0, finals=(10.0, 50.0, 100.0), target=None, race="r1", **changes) -> RunRow:
@@ -228,14 +228,14 @@ def test_append_measurement_writes_what_read_measurements_reads(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Env steps (issue 39): the breakdown per entry; rows counted the old way are marked, never pooled.
+# Env steps: the breakdown per entry; rows counted the old way are marked, never pooled.
 # ---------------------------------------------------------------------------------------------
 def old(r: RunRow, name: str, **settings) -> RunRow:
-    """``r`` as a row written before issue 39 (schema 1) of the registered algorithm ``name``."""
+    """``r`` as a row written before 2026-11-27 (schema 1) of the registered algorithm ``name``."""
     return dataclasses.replace(
         r,
         schema=1,
-        step_count=BEFORE_ISSUE_39,
+        step_count=OLD_STEP_COUNT,
         settings={**r.settings, **settings, "registered_algorithm": name},
     )
 
@@ -276,7 +276,7 @@ def test_an_old_race_of_several_families_is_marked_and_not_compared_across_them(
     rows += [halfcheetah("CEM-RL", "CEMRL_EXT", s, updates=20) for s in range(5)]
     rows += [halfcheetah("P-CEM-RL", "CEMRL_EXT", s, updates=21) for s in range(5)]  # some steps not counted
     rows += [halfcheetah("AES-RL", "AESRL_EXT", s, updates=198) for s in range(5)]
-    note = "counted the old way (before issue 39): not comparable across families"
+    note = "counted the old way (before 2026-11-27): not comparable across families"
     assert report.step_axis_note(rows) == note and report.differing_keys(rows) == []
     table = report.summary_table(rows, {})
     assert f"Step axis **{note}**" in table
@@ -300,7 +300,7 @@ def test_an_old_race_of_one_family_is_comparable_within_and_its_uncounted_evalua
     rows = [dataclasses.replace(r, extra={**r.extra, "updates": [0, 5, 10]}) for r in rows]
     assert (
         report.step_axis_note(rows)
-        == "counted the old way (before issue 39), one family's rule: not comparable with steps counted since"
+        == "counted the old way (before 2026-11-27), one family's rule: not comparable with steps counted since"
     )
     table = report.summary_table(rows, {})
     assert "≥ 2.5k simulated, of which ≈ 500 θ_u evaluation steps (20%) not counted" in table
@@ -323,10 +323,10 @@ def test_rows_counted_before_and_since_issue_39_are_never_pooled():
     rows[:3] = [old(r, "ES_EXT") for r in rows[:3]]  # A's seeds 0-2 counted the old way, 3-4 since
     rows[3:] = [dataclasses.replace(r, settings={**r.settings, "registered_algorithm": "ES_EXT"}) for r in rows[3:]]
     assert report.differing_keys(rows) == ["step_count"]
-    assert list(report.entry_groups(rows)) == ["A [before-issue-39]", "A [every-simulated-step]", "B"]
+    assert list(report.entry_groups(rows)) == ["A [before-2026-11-27]", "A [every-simulated-step]", "B"]
     table = report.summary_table(rows, {})
     assert "**NOT comparable**: rows differ in step_count" in table
-    assert "| A [before-issue-39] | 3 |" in table and "| A [every-simulated-step] | 2 |" in table
+    assert "| A [before-2026-11-27] | 3 |" in table and "| A [every-simulated-step] | 2 |" in table
     # Old rows of algorithms that counted every step then as now join new ones.
     rlib = [old(r, "IMPACT_EXT") if r.seed < 2 else r for r in race_rows()]
     assert report.differing_keys(rlib) == [] and report.step_axis_note(rlib) is None

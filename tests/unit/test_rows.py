@@ -102,7 +102,7 @@ def test_group_by_keeps_first_seen_order():
 
 
 # ---------------------------------------------------------------------------------------------
-# Env steps: rows since issue 39 say how they were counted and where the steps went (schema 2);
+# Env steps: rows since 2026-11-27 say how they were counted and where the steps went (schema 2);
 # rows before (schema 1) are still read, as counted the old way.
 # ---------------------------------------------------------------------------------------------
 BREAKDOWN = {
@@ -114,7 +114,7 @@ BREAKDOWN = {
 
 
 def old_row_dict(**changes) -> dict:
-    """A row as the harness wrote it before issue 39 (schema 1: no step_count, no breakdown)."""
+    """A row as the harness wrote it before 2026-11-27 (schema 1: no step_count, no breakdown)."""
     data = json.loads(make_row().to_json())
     for key in ("step_count", "env_steps_breakdown"):
         del data[key]
@@ -138,7 +138,7 @@ def test_a_new_row_says_how_its_steps_were_counted_and_keeps_the_breakdown(tmp_p
 
 def test_a_row_of_schema_1_reads_as_counted_before_issue_39_and_round_trips():
     old = RunRow.from_dict(old_row_dict())
-    assert (old.schema, old.step_count, old.env_steps_breakdown) == (1, rows_lib.BEFORE_ISSUE_39, None)
+    assert (old.schema, old.step_count, old.env_steps_breakdown) == (1, rows_lib.OLD_STEP_COUNT, None)
     assert RunRow.from_dict(json.loads(old.to_json())) == old
 
 
@@ -151,7 +151,7 @@ def test_every_committed_row_still_reads():
 @pytest.mark.parametrize(
     "data, message",
     [
-        (old_row_dict(step_count="every-simulated-step"), "counted before issue 39"),
+        (old_row_dict(step_count="every-simulated-step"), "counted before 2026-11-27"),
         (old_row_dict(env_steps_breakdown=BREAKDOWN), "no env_steps_breakdown"),
         ({**json.loads(make_row().to_json()), "step_count": "used-returns"}, "step_count must be"),
         ({**json.loads(make_row().to_json()), "env_steps_breakdown": {"used": [1, 2, 3]}}, "env_steps_breakdown must"),
@@ -175,8 +175,8 @@ def test_step_rule_of_each_family_before_and_since_issue_39():
         return RunRow.from_dict(old_row_dict(algorithm="X", settings={"registered_algorithm": name}))
 
     assert rows_lib.step_rule(old("TD3_EXT")) == rows_lib.step_rule(old("APPO")) == "every step"  # as now
-    assert rows_lib.step_rule(old("DFD_EXT")) == rows_lib.step_rule(old("ES_EXT")) == "before issue 39, black-box"
-    assert rows_lib.step_rule(old("AESRL_EXT")) == "before issue 39, AES-RL"
+    assert rows_lib.step_rule(old("DFD_EXT")) == rows_lib.step_rule(old("ES_EXT")) == "before 2026-11-27, black-box"
+    assert rows_lib.step_rule(old("AESRL_EXT")) == "before 2026-11-27, AES-RL"
     assert rows_lib.counted_short(old("CEMRL_EXT")) and not rows_lib.counted_short(old("IMPACT_EXT"))
     new = make_row(algorithm="X", settings={"registered_algorithm": "AESRL_EXT"})
     assert rows_lib.step_rule(new) == "every step" and not rows_lib.counted_short(new)
