@@ -94,6 +94,7 @@ from rllib_ext.common.validation import (
     check_user_module,
     module_spaces,
 )
+from rllib_ext.common.waits import ACTOR_CALL_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
 
@@ -113,9 +114,10 @@ LEARNER_DROPPED_STEPS_KEY = "circular_buffer_env_steps_dropped_lifetime"
 LEARNER_RESULTS_PERIOD_S = 1.0
 
 #: Bound on any one wait for the learners (a call, a learner thread's pause): past it the wait
-#: fails with an error naming what it waited for. As long as torch's collective timeout (Ray
-#: Train's default, 30 min), after which a learner stuck in an all-reduce fails on its own.
-LEARNER_WAIT_TIMEOUT_S = 1800.0
+#: fails with an error naming what it waited for: the package's one bound on a call to another actor
+#: (``common.waits``), as long as torch's collective timeout (Ray Train's default, 30 min), after
+#: which a learner stuck in an all-reduce fails on its own.
+LEARNER_WAIT_TIMEOUT_S = ACTOR_CALL_TIMEOUT_S
 
 #: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
 #: R3 = πθ/max(πtarget, β·πworker) (IMPACT).
@@ -574,7 +576,8 @@ class IMPACT(FiniteParametersGuard, APPO):
         # among the learners (each learner its own C(N, K)).
         packages = self._pre_queue_episode_refs(episode_refs, package_size=self.config.train_batch_size_per_learner)
         shares = self._impact_shares(packages)
-        self._impact_log_steps(shares)
+        if episode_refs:  # the breakdown moves only with new fragments (most loops bring none)
+            self._impact_log_steps(shares)
         if not shares[0] and not self.config.learner_thread and not self._impact_buffer_has_draws:
             return
         now = time.monotonic()
