@@ -6,7 +6,7 @@ interleaved in one process against one replay actor holding ``--fill`` HalfCheet
 
 - ``fetch when needed``: each chunk's ``sample`` call is made when the previous chunk is done, and
   returns every field (the reader before 2026-11-27, written out here);
-- ``sample_chunks``: the package's reader (``rllib_ext.common.transitions.sample_chunks``), the
+- ``sample_chunks``: the package's reader (``rllib_ext.common.offpolicy.transitions.sample_chunks``), the
   next chunk's call in flight while the current one trains, states only (what an actor step uses).
 
 ``--others K`` adds K clients that sample the same replay every 0.1 s (other runners, the critic),
@@ -31,8 +31,8 @@ import ray
 import torch
 
 from benchmarks.harness.rows import Machine, append_measurement, git_commit
-from rllib_ext.common.td3 import TD3Updater
-from rllib_ext.common.transitions import ReplayActor, sample_chunks, writable
+from rllib_ext.common.offpolicy.td3 import TD3Updater
+from rllib_ext.common.offpolicy.transitions import ReplayActor, sample_chunks, writable
 
 READERS = ("fetch when needed (all fields)", "sample_chunks (states, next call in flight)")
 

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from benchmarks.harness.rows import Machine, append_measurement, git_commit
-from rllib_ext.common.td3 import TD3Updater
+from rllib_ext.common.offpolicy.td3 import TD3Updater
 
 #: Adam's implementations: TD3Updater's optimizer_kwargs for each.
 ADAMS = {"fused": {}, "loop": {"foreach": False}}

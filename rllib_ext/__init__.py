@@ -6,12 +6,14 @@ the environments of :mod:`rllib_ext.envs` with gymnasium and Tune. Config classe
 lazily: ``from rllib_ext import IMPACTConfig``.
 """
 
+from rllib_ext import _moved
 from rllib_ext import registry as _registry
 
 __version__ = "0.1.0"
 
 _registry.register_all()
 _registry.install_post_init_hook()
+_moved.install()
 
 
 def __getattr__(name):

@@ -16,9 +16,9 @@ Data flow per :meth:`TD3.training_step`:
    ``num_env_steps_sampled_lifetime``, known exactly on the driver) is below ``initial_steps``
    (``random_actions=True``), then π(s) plus Gaussian noise (:mod:`.td3_rl_module`).
 2. The episode chunks go to the Learner (:mod:`.td3_learner`), which turns them into
-   transitions in its :class:`~rllib_ext.common.transitions.TransitionBuffer` and takes
+   transitions in its :class:`~rllib_ext.common.offpolicy.transitions.TransitionBuffer` and takes
    ``updates_per_env_step`` TD3 iterations per env step stored after ``initial_steps``
-   (:class:`~rllib_ext.common.td3.TD3Updater`: critic every iteration, actor and targets every
+   (:class:`~rllib_ext.common.offpolicy.td3.TD3Updater`: critic every iteration, actor and targets every
    ``policy_delay``-th).
 3. The actor's weights go back to the env runners (after a check that no parameter is NaN/inf;
    an env step returning NaN/inf is dropped with its episode, :mod:`rllib_ext.common.guards`).
@@ -57,8 +57,8 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.offpolicy.td3 import PAPER_HIDDENS
 from rllib_ext.common.steps import log_all_used
-from rllib_ext.common.td3 import PAPER_HIDDENS
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CLIP_REWARDS_UNREAD,

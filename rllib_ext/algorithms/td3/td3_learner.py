@@ -1,12 +1,12 @@
 """The Learner side of TD3_EXT: replay, the update schedule, metrics and checkpoint state.
 
 :meth:`TD3Learner.td3_train` receives the env runners' episode chunks, stores their
-transitions in a :class:`~rllib_ext.common.transitions.TransitionBuffer` (capacity
+transitions in a :class:`~rllib_ext.common.offpolicy.transitions.TransitionBuffer` (capacity
 ``replay_capacity``), and takes ``updates_per_env_step`` TD3 iterations per env step stored
 once ``initial_steps`` env steps have been seen (TD3's "for t ≥ start_timesteps: train"),
 never before the buffer holds one minibatch. All minibatches due in one call are drawn from
 the buffer at once. The iteration itself (:meth:`_td3_update`) is the torch learner's
-(``torch/td3_torch_learner.py``, through :class:`~rllib_ext.common.td3.TD3Updater`).
+(``torch/td3_torch_learner.py``, through :class:`~rllib_ext.common.offpolicy.td3.TD3Updater`).
 
 Checkpoints (:meth:`get_state`, key ``"td3"``): the env-step and update counters, the update
 credit, the updater's counters and noise generator, and with ``checkpoint_replay`` the
@@ -26,7 +26,7 @@ from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 from ray.rllib.utils.typing import StateDict
 
-from rllib_ext.common.transitions import TransitionBuffer
+from rllib_ext.common.offpolicy.transitions import TransitionBuffer
 
 STATE_KEY = "td3"
 

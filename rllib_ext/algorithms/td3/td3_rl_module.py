@@ -1,12 +1,12 @@
 """TD3_EXT's RLModule: the App. A actor of paper 001, and on the Learner the twin critics and targets.
 
-* ``actor``: :func:`~rllib_ext.common.td3.make_actor` — an
+* ``actor``: :func:`~rllib_ext.common.offpolicy.td3.make_actor` — an
   :class:`~rllib_ext.common.policies.MLPPolicy` (400 → tanh → 300 → tanh → tanh output mapped
   onto ``[low, high]``). Actions are in the env's units (``normalize_actions`` is off).
 * Learner side only (:class:`InferenceOnlyAPI`: env runners get and build just the actor):
-  ``critic`` (:class:`~rllib_ext.common.td3.TwinCritic`), ``actor_target``, ``critic_target``
+  ``critic`` (:class:`~rllib_ext.common.offpolicy.td3.TwinCritic`), ``actor_target``, ``critic_target``
   (copies at construction, as in TD3's Algorithm 1). The Learner trains them through
-  :class:`~rllib_ext.common.td3.TD3Updater`.
+  :class:`~rllib_ext.common.offpolicy.td3.TD3Updater`.
 
 Forward passes:
 * inference (``explore=False``, evaluation): a = π(s);
@@ -35,7 +35,7 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.common.td3 import PAPER_HIDDENS, TwinCritic, make_actor
+from rllib_ext.common.offpolicy.td3 import PAPER_HIDDENS, TwinCritic, make_actor
 
 #: Module attributes that only the Learner holds.
 LEARNER_ONLY = ("critic", "actor_target", "critic_target")

@@ -11,7 +11,7 @@ of Ray actors, all on top of the black-box engine (:mod:`rllib_ext.common.blackb
   reference code does), and its trained parameters come back (the one d-vector result). A
   *mean* job evaluates the population mean μ under the same action noise, without storing its
   transitions (f(μ), see AESRL's ``mean_fitness``).
-- **The replay actor** (:data:`~rllib_ext.common.transitions.ReplayActor`, capacity 2e5,
+- **The replay actor** (:data:`~rllib_ext.common.offpolicy.transitions.ReplayActor`, capacity 2e5,
   App. C.1): filled by every evaluation, sampled by the critic worker and RL individuals.
 - **The critic worker** (:class:`CriticWorker`): the shared TD3 twin critic, trained in its own
   process (AES-RL: continuously, in parallel; CEM-RL: between generations).

@@ -15,7 +15,7 @@ from ray.tune.execution.placement_groups import PlacementGroupFactory
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm
 from rllib_ext.common.erl.critic_worker import CriticWorker
 from rllib_ext.common.erl.protocol import ERLPayload
-from rllib_ext.common.transitions import ReplayActor
+from rllib_ext.common.offpolicy.transitions import ReplayActor
 from rllib_ext.common.waits import get_within
 
 logger = logging.getLogger(__name__)

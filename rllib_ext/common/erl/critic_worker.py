@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from rllib_ext.common.td3 import TD3Updater, make_actor
-from rllib_ext.common.transitions import sample_chunks
+from rllib_ext.common.offpolicy.td3 import TD3Updater, make_actor
+from rllib_ext.common.offpolicy.transitions import sample_chunks
 from rllib_ext.common.waits import get_within
 
 

@@ -15,9 +15,9 @@ from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob, Job
 from rllib_ext.common.erl.critic_worker import make_td3_updater
 from rllib_ext.common.erl.population import gaussian_individual
 from rllib_ext.common.erl.protocol import ERLPayload, ERLResult
-from rllib_ext.common.td3 import TD3Updater
+from rllib_ext.common.offpolicy.td3 import TD3Updater
+from rllib_ext.common.offpolicy.transitions import sample_chunks
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
-from rllib_ext.common.transitions import sample_chunks
 from rllib_ext.common.waits import get_within
 
 

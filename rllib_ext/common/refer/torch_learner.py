@@ -40,9 +40,9 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
+from rllib_ext.common.offpolicy.target_networks import lerp_targets, soft_update_tensors
 from rllib_ext.common.refer.learner import ReFERLearner
 from rllib_ext.common.refer.rules import diag_gaussian_kl, diag_gaussian_log_rho, near_policy_mask
-from rllib_ext.common.target_networks import lerp_targets, soft_update_tensors
 from rllib_ext.common.threads import TorchThreadsLearner
 from rllib_ext.optim import make_optimizer
 

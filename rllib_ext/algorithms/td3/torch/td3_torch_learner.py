@@ -1,12 +1,12 @@
-"""TD3_EXT's loss and update (Fujimoto et al. 2018, Algorithm 1), via :mod:`rllib_ext.common.td3`.
+"""TD3_EXT's loss and update (Fujimoto et al. 2018, Algorithm 1), via :mod:`rllib_ext.common.offpolicy.td3`.
 
-Per iteration on a minibatch of B transitions (:class:`~rllib_ext.common.td3.TD3Updater`):
+Per iteration on a minibatch of B transitions (:class:`~rllib_ext.common.offpolicy.td3.TD3Updater`):
 
 * critics: y = r + γ(1 − d)·min_i Q_θi'(s', ã), ã = clip(π_φ'(s') + clip(0.2·half·ε, ±0.5·half),
   low, high) (clipped double Q-learning, Eq. 10; target policy smoothing, §5.3);
-  L = MSE(Q_θ1(s, a), y) + MSE(Q_θ2(s, a), y) (:func:`~rllib_ext.common.td3.td3_critic_loss`);
+  L = MSE(Q_θ1(s, a), y) + MSE(Q_θ2(s, a), y) (:func:`~rllib_ext.common.offpolicy.td3.td3_critic_loss`);
 * every ``policy_delay``-th iteration (§5.2): the actor on −Q_θ1(s, π_φ(s))
-  (:func:`~rllib_ext.common.td3.td3_actor_loss`, the critics held fixed), then the soft
+  (:func:`~rllib_ext.common.offpolicy.td3.td3_actor_loss`, the critics held fixed), then the soft
   updates θ' ← τθ + (1 − τ)θ', φ' ← τφ + (1 − τ)φ'.
 
 The actor and the critics have one Adam each (``actor_lr``, ``critic_lr``), registered with
@@ -25,7 +25,7 @@ from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.td3.td3_learner import TD3Learner
-from rllib_ext.common.td3 import TD3Updater
+from rllib_ext.common.offpolicy.td3 import TD3Updater
 from rllib_ext.common.threads import TorchThreadsLearner
 
 #: The updater's counters and noise generator, kept in checkpoints next to RLlib's state.

@@ -12,7 +12,7 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     from rllib_ext.common.blackbox import Call, EvaluationJob, IndividualJob
     from rllib_ext.common.erl.env_runner import ERLEnvRunner
     from rllib_ext.common.erl.protocol import ERLPayload
-    from rllib_ext.common.transitions import ReplayActor
+    from rllib_ext.common.offpolicy.transitions import ReplayActor
 
     cfg = small_aesrl_config()
     runner = ERLEnvRunner(config=cfg)
@@ -30,7 +30,7 @@ def test_runner_regenerates_individuals_and_fills_replay(ray_session):
     assert np.array_equal(z, gaussian_individual(mu, var, 5))
     assert ray.get(replay.size.remote()) == 200  # the individual's episode only, not the mean's
     # An RL individual: trained against critic weights, its new parameters come back.
-    from rllib_ext.common.td3 import TwinCritic
+    from rllib_ext.common.offpolicy.td3 import TwinCritic
 
     torch.manual_seed(0)
     twin = TwinCritic(3, 1, (24, 24))

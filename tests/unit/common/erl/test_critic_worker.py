@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from rllib_ext.algorithms.cemrl.cemrl import CEMRLConfig
-from rllib_ext.common import td3, waits
+from rllib_ext.common import waits
 from rllib_ext.common.erl import critic_worker
+from rllib_ext.common.offpolicy import td3
 
 OBS_DIM, ACT_DIM = 3, 1
 

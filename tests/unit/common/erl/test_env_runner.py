@@ -15,7 +15,7 @@ from rllib_ext.common.erl.config import ERLConfig
 from rllib_ext.common.erl.critic_worker import make_td3_updater
 from rllib_ext.common.erl.env_runner import ERLEnvRunner
 from rllib_ext.common.erl.protocol import ERLPayload
-from rllib_ext.common.transitions import TransitionBuffer
+from rllib_ext.common.offpolicy.transitions import TransitionBuffer
 from tests.builders import small_aesrl_config
 
 

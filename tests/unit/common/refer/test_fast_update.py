@@ -14,7 +14,7 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from rllib_ext.algorithms.ddpg.ddpg import DDPGConfig
 from rllib_ext.algorithms.naf.naf import NAFConfig
 from rllib_ext.algorithms.vracer.vracer import VRACERConfig
-from rllib_ext.common.target_networks import lerp_targets, soft_update_tensors
+from rllib_ext.common.offpolicy.target_networks import lerp_targets, soft_update_tensors
 from tests.builders import small_refer_learner
 from tests.replay_data import replay_episode
 

@@ -11,7 +11,7 @@ Fujimoto, van Hoof & Meger, "Addressing Function Approximation Error in Actor-Cr
 * :func:`td3_critic_loss`: clipped double-Q target (Fujimoto et al. Eq. 10) with target policy
   smoothing (§5.3), both critics regressed onto it.
 * :func:`td3_actor_loss`: the deterministic policy gradient through Q_θ1 (Eq. 1).
-* :func:`~rllib_ext.common.target_networks.soft_update`: θ' ← τθ + (1 − τ)θ' (Algorithm 1).
+* :func:`~rllib_ext.common.offpolicy.target_networks.soft_update`: θ' ← τθ + (1 − τ)θ' (Algorithm 1).
 * :class:`TD3Updater`: one TD3 iteration — a critic step every call, an actor step and both
   soft target updates every ``policy_delay``-th call (§5.2, delayed policy updates) — with its
   networks, Adam optimizers, counters and state. Framework-neutral (plain torch), so that an
@@ -36,8 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rllib_ext.common.offpolicy.target_networks import soft_update
 from rllib_ext.common.policies import MLPPolicy
-from rllib_ext.common.target_networks import soft_update
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext.common.transitions import ReplayActor
+from rllib_ext.common.offpolicy.transitions import ReplayActor
 from tests.replay_data import transition_rows
 
 

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
+from rllib_ext.common.offpolicy.target_networks import soft_update
+from rllib_ext.common.offpolicy.td3 import BATCH_KEYS, TD3Updater, TwinCritic, td3_actor_loss, td3_critic_loss
 from rllib_ext.common.policies import MLPPolicy
-from rllib_ext.common.target_networks import soft_update
-from rllib_ext.common.td3 import BATCH_KEYS, TD3Updater, TwinCritic, td3_actor_loss, td3_critic_loss
 
 LOW, HIGH = np.array([-1.0, 0.0], np.float32), np.array([3.0, 1.0], np.float32)  # half (2, 0.5)
 
@@ -258,7 +258,7 @@ def test_updater_state_restores_across_devices_except_the_noise_stream(caplog):
     state["generator_device"] = "cuda"
     b = TD3Updater(3, SPACE, hiddens=(16,), seed=99)
     before = b.generator.get_state().clone()
-    with caplog.at_level("WARNING", logger="rllib_ext.common.td3"):
+    with caplog.at_level("WARNING", logger="rllib_ext.common.offpolicy.td3"):
         b.set_state(state)
     assert "keeps its own seed's stream" in caplog.text
     assert torch.equal(b.generator.get_state(), before)
@@ -307,7 +307,7 @@ def test_td3_updater_takes_any_optimizer_by_name():
     """Optimizers are selectable by name in every algorithm that takes gradient steps (rllib_ext.optim)."""
     import gymnasium as gym
 
-    from rllib_ext.common.td3 import TD3Updater
+    from rllib_ext.common.offpolicy.td3 import TD3Updater
     from rllib_ext.optim import MSGD
 
     space = gym.spaces.Box(-1.0, 1.0, (1,))

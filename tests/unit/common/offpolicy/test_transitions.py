@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rllib_ext.common import waits
-from rllib_ext.common.transitions import TransitionBuffer, sample_chunks
+from rllib_ext.common.offpolicy.transitions import TransitionBuffer, sample_chunks
 from tests.replay_data import transition_rows
 
 
