@@ -431,7 +431,7 @@ def cmd_learner_step(args) -> int:
     def algo_call(i):
         # As training_step calls it: one new package, then every draw left (K per batch).
         out = learner.impact_update(packages=[[episode_refs[(i // K) % 4]]], timesteps=timesteps)
-        return out["num_updates"]
+        return out.num_updates
 
     n = args.updates
     for fn in (inner, full):  # warm up (first calls build lazy state)
@@ -475,7 +475,7 @@ def write_learner_step_row(args, config, t_inner: float, t_full: float, t_algo: 
     import rllib_ext
 
     sys.path.append(REPO)  # after PYTHONPATH: the package measured stays the one imported above
-    from benchmarks.harness.rows import Machine, append_measurement, git_commit
+    from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
     package = os.path.dirname(os.path.realpath(rllib_ext.__file__))
     row = {

@@ -76,6 +76,8 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_ext.algorithms.impact.impact_learner import LEARNER_DROPPED_STEPS_KEY, LEARNER_WAIT_TIMEOUT_S
+from rllib_ext.algorithms.impact.losses import SURROGATE_RATIOS, VALUE_TARGETS
 from rllib_ext.algorithms.impact.reward_clipping import add_reward_clipping, clip_rewards_error
 from rllib_ext.common.guards import (
     FiniteMultiAgentEnvRunner,
@@ -94,7 +96,6 @@ from rllib_ext.common.validation import (
     check_user_module,
     module_spaces,
 )
-from rllib_ext.common.waits import ACTOR_CALL_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
 
@@ -102,30 +103,15 @@ logger = logging.getLogger(__name__)
 #: back for the next call, and those dropped (oldest first) because all wait queues were full.
 HELD_BACK_KEY = "circular_buffer_num_held_back"
 DRIVER_DROPPED_KEY = "circular_buffer_num_dropped_by_driver_lifetime"
-#: Env steps of the train batches the driver dropped (under env_runners/; booked as wasted), and
-#: of those a learner's full wait queue dropped (under learners/__all_modules__/).
+#: Env steps of the train batches the driver dropped (under env_runners/; booked as wasted); those
+#: a learner's full wait queue dropped are under learners/__all_modules__/ (LEARNER_DROPPED_STEPS_KEY).
 DRIVER_DROPPED_STEPS_KEY = "num_env_steps_dropped_by_driver_lifetime"
-LEARNER_DROPPED_STEPS_KEY = "circular_buffer_env_steps_dropped_lifetime"
 
 #: The driver calls the learners' ``impact_update`` (which reduces their metrics, ~1 ms in the
 #: learner's process) only with new train batches, at an iteration's first loop (it also resumes
 #: the learner threads held between iterations) and at least this often (seconds), so learner
 #: metrics are never staler; in the other loops it only takes the newest weights snapshot.
 LEARNER_RESULTS_PERIOD_S = 1.0
-
-#: Bound on any one wait for the learners (a call, a learner thread's pause): past it the wait
-#: fails with an error naming what it waited for: the package's one bound on a call to another actor
-#: (``common.waits``), as long as torch's collective timeout (Ray Train's default, 30 min), after
-#: which a learner stuck in an all-reduce fails on its own.
-LEARNER_WAIT_TIMEOUT_S = ACTOR_CALL_TIMEOUT_S
-
-#: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
-#: R3 = πθ/max(πtarget, β·πworker) (IMPACT).
-SURROGATE_RATIOS = ("r1", "r2", "r3")
-
-#: Critic targets: "v_gae" = V(s_t) + A^{V-GAE}_t with the advantage's λ (Algorithm 1 line 8's
-#: V̂_{V-GAE}); "vtrace" = the λ = 1 V-trace target v_s (IMPALA; the authors' APPO code).
-VALUE_TARGETS = ("v_gae", "vtrace")
 
 #: §4.1.1: "when n = 1∼4, the agent does not learn" (n = learner updates between target syncs).
 #: An explicit `target_network_update_freq` at or below this is rejected unless forced.
@@ -620,13 +606,13 @@ class IMPACT(FiniteParametersGuard, APPO):
             )
         rl_module_state = None
         learner_results = []
-        self._impact_learner_waiting = max(out["num_waiting"] for out in outs)
-        for out in outs:
-            self._impact_buffer_has_draws = out["num_draws_left"] > 0
-            if out.get("rl_module_state") is not None:
-                rl_module_state = out["rl_module_state"]
-            if out.get("results"):
-                learner_results.append(out["results"])
+        self._impact_learner_waiting = max(report.num_waiting for report in outs)
+        for report in outs:  # IMPACTLearner.UpdateReport
+            self._impact_buffer_has_draws = report.num_draws_left > 0
+            if report.rl_module_state is not None:
+                rl_module_state = report.rl_module_state
+            if report.results:
+                learner_results.append(report.results)
         if learner_results:
             self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
 

@@ -15,6 +15,10 @@ Framework-neutral part of Algorithm 1 (paper 004), lines 4 and 6-12:
 * line 12: every ``broadcast_interval`` updates the module weights are returned to the
   Algorithm, which ships them to the workers.
 
+The draws and updates run in the learner's own thread (Figure 1c, ``learner_thread``):
+:class:`~rllib_ext.algorithms.impact.learner_thread.LearnerThread` starts, pauses and stops it and
+hands its errors to the driver; this class holds the locks around what the thread changes.
+
 Several learners (``num_learners >= 2``, torch DDP: each backward pass all-reduces the gradients,
 so every learner must run the same updates in the same order or one blocks forever): the driver
 hands every learner the same number of train batches per call, and never more than its wait
@@ -34,9 +38,9 @@ checkpointed.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import logging
 import threading
-import time
 from collections import defaultdict
 from typing import Any
 
@@ -55,8 +59,9 @@ from ray.rllib.utils.schedules.scheduler import Scheduler
 from ray.rllib.utils.typing import ModuleID, StateDict
 
 from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
-from rllib_ext.algorithms.impact.impact import LEARNER_DROPPED_STEPS_KEY, LEARNER_WAIT_TIMEOUT_S
-from rllib_ext.algorithms.impact.utils import adapt_kl_coeff
+from rllib_ext.algorithms.impact.learner_thread import LearnerThread
+from rllib_ext.algorithms.impact.losses import adapt_kl_coeff
+from rllib_ext.common.waits import ACTOR_CALL_TIMEOUT_S
 
 logger = logging.getLogger(__name__)
 
@@ -81,9 +86,40 @@ NUM_BROADCASTS_KEY = "num_weight_broadcasts_lifetime"
 SKIPPED_MODULE_KEY = "num_module_batches_skipped_lifetime"
 #: Draws not trained on at all because no module had data on every learner (several learners).
 SKIPPED_DRAWS_KEY = "num_draws_skipped_lifetime"
+#: Env steps of the batches a full wait queue dropped before their first draw (booked as wasted
+#: by the driver, ``common.steps``).
+LEARNER_DROPPED_STEPS_KEY = "circular_buffer_env_steps_dropped_lifetime"
 STATE_KEY = "impact"
+#: Bound on any one wait for the learners (a call, a learner thread's pause): past it the wait
+#: fails with an error naming what it waited for: the package's one bound on a call to another actor
+#: (``common.waits``), as long as torch's collective timeout (Ray Train's default, 30 min), after
+#: which a learner stuck in an all-reduce fails on its own.
+LEARNER_WAIT_TIMEOUT_S = ACTOR_CALL_TIMEOUT_S
 # Key of the update count a weights copy was taken at (removed before it is published).
 _SNAPSHOT_UPDATE = "_impact_snapshot_update"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
+class UpdateReport:
+    """What :meth:`IMPACTLearner.impact_update` did since its previous call (learner → driver).
+
+    Attributes:
+        results: The learner's reduced metrics (RLlib's ``MetricsLogger.reduce()``), under the
+            same keys as before (:data:`NUM_LEARNER_UPDATES_KEY`, :data:`BUFFER_FILL_KEY`, ...).
+        num_updates: Learner updates since the previous call.
+        num_draws_left: Draws the held and waiting batches still allow.
+        num_waiting: Batches waiting for a slot at the end of the call: a bound until the next
+            call (only these calls add to the wait queue), so the driver hands several learners
+            no more than their wait queue takes.
+        rl_module_state: The newest weights snapshot not yet returned, or None (with several
+            learners only the first one snapshots).
+    """
+
+    results: dict[str, Any]
+    num_updates: int
+    num_draws_left: int
+    num_waiting: int
+    rl_module_state: dict[str, Any] | None = None
 
 
 class IMPACTLearner(Learner):
@@ -106,9 +142,9 @@ class IMPACTLearner(Learner):
         self.metrics._threading_lock = threading.RLock()
         self._update_lock = threading.RLock()
         self._weights_lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._thread_error: BaseException | None = None
-        self._stopping = threading.Event()
+        self._learner_thread = LearnerThread(
+            self._buffer, self._update_on, name=f"IMPACT_EXT: learner {self._learner_index}'s thread"
+        )
         self._timesteps: dict[str, Any] = {}
         self._reward: float | None = None
         self._weights: dict[str, Any] | None = None  # the newest snapshot to broadcast
@@ -147,7 +183,7 @@ class IMPACTLearner(Learner):
         timesteps: dict[str, Any],
         max_updates: int | None = None,
         reward: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> UpdateReport:
         """Hands worker batches to C(N, K); returns what the learner did since the last call.
 
         With ``learner_thread`` (the default, Figure 1c) the draws and updates run in the
@@ -167,17 +203,12 @@ class IMPACTLearner(Learner):
                 rllib_ext.optim's DSGD, paper 000 §4.1); ignored by the others.
 
         Returns:
-            ``results`` (reduced metrics), ``num_updates`` (since the previous call),
-            ``num_draws_left``, ``num_waiting`` (batches waiting for a slot at the end of the
-            call, a bound until the next call: the driver hands several learners no more than
-            their wait queue takes) and
-            ``rl_module_state`` (the newest weights snapshot not yet returned, or None; with
-            several learners only the first one snapshots).
+            The :class:`UpdateReport` of what the learner did since the previous call.
 
         Raises:
             Whatever stopped the learner thread (e.g. FloatingPointError for non-finite weights).
         """
-        self._raise_thread_error()
+        self._learner_thread.raise_error()
         for refs in packages:
             training_data = TrainingData(episodes_refs=refs)
             training_data.solve_refs()
@@ -191,16 +222,9 @@ class IMPACTLearner(Learner):
         self._timesteps, self._reward = dict(timesteps), reward
 
         if self.config.learner_thread:
-            self._buffer.resume()
-            self._start_thread()
+            self._learner_thread.resume()
         else:
-            done = 0
-            while max_updates is None or done < max_updates:
-                drawn = self._buffer.draw(block=False)  # line 6
-                if drawn is None:
-                    break
-                self._learn_on(*drawn)
-                done += 1
+            self._learner_thread.run_in_caller(max_steps=max_updates)  # line 6 and the updates
             if self._broadcast_due:
                 self._snapshot_weights()
 
@@ -219,13 +243,13 @@ class IMPACTLearner(Learner):
         updates = self._num_updates
         new_updates, self._updates_returned = updates - self._updates_returned, updates
         rl_module_state = self.take_weights()
-        return {
-            "results": self.metrics.reduce(),
-            "num_updates": new_updates,
-            "num_draws_left": self._buffer.num_draws_left,
-            "num_waiting": num_waiting,
-            "rl_module_state": rl_module_state,
-        }
+        return UpdateReport(
+            results=self.metrics.reduce(),
+            num_updates=new_updates,
+            num_draws_left=self._buffer.num_draws_left,
+            num_waiting=num_waiting,
+            rl_module_state=rl_module_state,
+        )
 
     def take_weights(self) -> dict[str, Any] | None:
         """The newest weights snapshot not yet returned (or None), without reducing metrics.
@@ -238,21 +262,16 @@ class IMPACTLearner(Learner):
         Raises:
             Whatever stopped the learner thread (e.g. FloatingPointError for non-finite weights).
         """
-        self._raise_thread_error()
+        self._learner_thread.raise_error()
         with self._weights_lock:
             rl_module_state, self._weights = self._weights, None
         if rl_module_state is not None:
             self.metrics.log_value((ALL_MODULES, NUM_BROADCASTS_KEY), 1, reduce="lifetime_sum")
         return rl_module_state
 
-    def _learn_on(self, batch, k: int) -> None:
-        """Algorithm 1 lines 7-12 for one drawn batch (``k``: its earlier draws)."""
-        try:
-            self._update_on(batch, k)
-        finally:
-            self._buffer.release()
-
     def _update_on(self, batch, k: int) -> None:
+        """Algorithm 1 lines 7-12 for one drawn batch (``k``: its earlier draws); the learner
+        thread's step (or the caller's, without it), which releases the draw afterwards."""
         snapshot = None
         with self._update_lock:
             if k == 0:
@@ -374,28 +393,6 @@ class IMPACTLearner(Learner):
     # The learner thread (Figure 1c: the learner never waits for workers, workers never wait
     # for the learner).
     # ------------------------------------------------------------------------------------
-    def _start_thread(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run_thread, name="IMPACTLearnerThread", daemon=True)
-            self._thread.start()
-
-    def _run_thread(self) -> None:
-        """Draws (waiting on the buffer when it has nothing to draw) and updates until shutdown."""
-        try:
-            while not self._stopping.is_set():
-                drawn = self._buffer.draw(block=True)
-                if drawn is not None:
-                    self._learn_on(*drawn)
-        except BaseException as e:  # noqa: BLE001 - handed to the driver by the next impact_update
-            logger.exception("IMPACT_EXT: the learner thread failed")
-            self._thread_error = e
-
-    def _raise_thread_error(self) -> None:
-        if self._thread_error is not None:
-            error, self._thread_error = self._thread_error, None
-            self._thread = None  # a later call starts a new thread (e.g. after a restore)
-            raise error
-
     def stop_draws(self) -> int:
         """Lets the learner thread start no new draw (without waiting for the running update).
 
@@ -407,7 +404,7 @@ class IMPACTLearner(Learner):
         Returns:
             The draws started so far, the running one included.
         """
-        return self._buffer.hold()
+        return self._learner_thread.stop_draws()
 
     def pause_thread(self, after_draws: int | None = None) -> None:
         """Lets the learner thread draw on up to ``after_draws`` draws, waits for its updates,
@@ -424,34 +421,24 @@ class IMPACTLearner(Learner):
         Raises:
             Whatever stopped the learner thread, if it stops before reaching ``after_draws``.
             TimeoutError: The thread neither paused nor stopped within
-                ``impact.LEARNER_WAIT_TIMEOUT_S`` (an update that never ends, e.g. an all-reduce
+                ``LEARNER_WAIT_TIMEOUT_S`` (an update that never ends, e.g. an all-reduce
                 whose peer learner failed).
         """
-        deadline = time.monotonic() + LEARNER_WAIT_TIMEOUT_S
-        while not self._buffer.pause(after_draws=after_draws, timeout=1.0):
-            if not self.learner_thread_alive:
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"IMPACT_EXT: learner {self._learner_index}'s thread did not pause after draw "
-                    f"{after_draws} within {LEARNER_WAIT_TIMEOUT_S:.0f} s ({self._buffer.num_draws} draws "
-                    "started, the last update still running: with several learners, an all-reduce "
-                    "whose peer learner failed)"
-                )
-        self._raise_thread_error()
+        self._learner_thread.pause(
+            after_draws,
+            timeout_s=LEARNER_WAIT_TIMEOUT_S,
+            hint=": with several learners, an all-reduce whose peer learner failed",
+        )
 
     @property
     def learner_thread_alive(self) -> bool:
         """Whether the learner thread runs."""
-        return self._thread is not None and self._thread.is_alive()
+        return self._learner_thread.alive
 
     @override(Learner)
     def shutdown(self) -> None:
         """Stops and joins the learner thread."""
-        self._stopping.set()
-        self._buffer.close()
-        if self._thread is not None:
-            self._thread.join(timeout=30)
+        self._learner_thread.stop()  # bounded: learner_thread.STOP_TIMEOUT_S
         super().shutdown()
 
     @property

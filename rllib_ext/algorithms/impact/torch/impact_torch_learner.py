@@ -41,7 +41,7 @@ from rllib_ext.algorithms.impact.impact_learner import (
     TARGET_LOGP,
     IMPACTLearner,
 )
-from rllib_ext.algorithms.impact.utils import (
+from rllib_ext.algorithms.impact.losses import (
     VGAETraces,
     clipped_surrogate,
     masked_mean,
@@ -212,7 +212,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         """The critic's targets V̂ and V-trace GAE-λ advantages (§3.1), both one column [N, 1].
 
         V̂ is V + A^{V-GAE} (``value_target="v_gae"``, Algorithm 1 line 8) or the λ = 1 V-trace
-        target v_s (``"vtrace"``); see :class:`~rllib_ext.algorithms.impact.utils.VGAETraces`
+        target v_s (``"vtrace"``); see :class:`~rllib_ext.algorithms.impact.losses.VGAETraces`
         and :meth:`batch_constants` for the layout. Importance weights are πtarget/πworker
         (``TARGET_LOGP`` must be attached, Algorithm 1 line 7).
         """

@@ -65,7 +65,7 @@ def test_target_sync_exactly_every_n_updates(algo_n4):
     for _ in range(13):
         # A new batch each call: the cursor's next slot may be empty (round-robin traversal).
         out = learner.impact_update(packages=[_package(algo_n4)], timesteps={}, max_updates=1)
-        assert out["num_updates"] == 1
+        assert out.num_updates == 1
         t = learner.num_updates
         assert learner.num_target_syncs == t // 4
         # Right after a sync θ' = θ; one update later they differ.
@@ -75,7 +75,7 @@ def test_target_sync_exactly_every_n_updates(algo_n4):
 def test_each_batch_drawn_k_times_and_target_output_cached(algo_n4):
     learner = algo_n4.learner_group._learner
     out = learner.impact_update(packages=[_package(algo_n4), _package(algo_n4)], timesteps={}, max_updates=1)
-    assert out["num_draws_left"] == 2 * 3 - 1
+    assert out.num_draws_left == 2 * 3 - 1
     ((drawn, draws),) = learner.buffer.entries
     assert draws == 1
     cached = drawn.policy_batches["default_policy"][TARGET_LOGP].clone()
@@ -84,11 +84,11 @@ def test_each_batch_drawn_k_times_and_target_output_cached(algo_n4):
     # A target sync between draws must not change the batch's target output (k = 0 only).
     learner.sync_target_networks()
     out = learner.impact_update(packages=[], timesteps={})
-    assert out["num_updates"] == 5 and out["num_draws_left"] == 0 and len(learner.buffer) == 0
+    assert out.num_updates == 5 and out.num_draws_left == 0 and len(learner.buffer) == 0
     assert torch.equal(drawn.policy_batches["default_policy"][TARGET_LOGP], cached)
     assert drawn.policy_batches["default_policy"][BATCH_CONSTANTS] is constants
     assert learner.buffer.num_draws == 6 and learner.buffer.num_evicted_used_up == 2
-    stats = out["results"]["__all_modules__"]
+    stats = out.results["__all_modules__"]
     assert stats["circular_buffer_mean_draws_per_batch"].peek() == 3
 
 
@@ -185,7 +185,7 @@ def test_value_targets_on_real_batches_bootstrap_chunk_ends_and_stop_at_terminal
         np.testing.assert_allclose(flat(targets), v_real + np.concatenate(expected_adv), rtol=1e-4, atol=1e-4)
         # The loss runs on the same layout: one update on this batch is finite.
         out = learner.impact_update(packages=[[ray.put(episodes)]], timesteps={}, max_updates=1)
-        assert out["num_updates"] == 1 and np.isfinite(out["results"]["default_policy"]["total_loss"].peek())
+        assert out.num_updates == 1 and np.isfinite(out.results["default_policy"]["total_loss"].peek())
     finally:
         algo.stop()
 
@@ -201,8 +201,8 @@ def test_first_update_policy_loss_is_minus_mean_advantage_or_zero_when_standardi
     try:
         learner = algo.learner_group._learner
         out = learner.impact_update(packages=[_package(algo)], timesteps={})
-        assert out["num_updates"] == 1
-        stats = out["results"]["default_policy"]
+        assert out.num_updates == 1
+        stats = out.results["default_policy"]
         raw_mean, pi_loss = stats["advantages_mean"].peek(), stats["policy_loss"].peek()
         assert abs(raw_mean) > 1e-3  # untrained critic, rewards of 1
         assert stats["ratio_r3_max"].peek() == pytest.approx(1.0, abs=1e-5)

@@ -87,7 +87,7 @@ def _wait_for(condition, state, limit_s=60.0):
 def _learner_state(learner):
     return lambda: (
         f"updates {learner.num_updates}, draws {learner.buffer.draw_log}, buffer {learner.buffer.get_stats()}, "
-        f"thread alive {learner.learner_thread_alive}, error {learner._thread_error!r}"
+        f"thread alive {learner.learner_thread_alive}, error {learner._learner_thread.error!r}"
     )
 
 
@@ -148,8 +148,8 @@ def test_thread_draws_n_batches_in_turn_each_exactly_k_times(ray_session):
         _wait_for(lambda: learner.num_updates == N * K3, _learner_state(learner))
         assert learner.buffer.draw_log == [(b, k) for k in range(K3) for b in range(N)]
         out = learner.impact_update(packages=[], timesteps={})
-        assert out["num_updates"] == N * K3 and out["num_draws_left"] == 0
-        assert out["rl_module_state"] is not None  # broadcast_interval 1: a snapshot is due
+        assert out.num_updates == N * K3 and out.num_draws_left == 0
+        assert out.rl_module_state is not None  # broadcast_interval 1: a snapshot is due
         assert learner.learner_thread_alive  # waiting on the empty buffer, not finished
     finally:
         algo.stop()

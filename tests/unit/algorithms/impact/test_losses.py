@@ -10,7 +10,7 @@ import pytest
 import torch
 from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
 
-from rllib_ext.algorithms.impact.utils import (
+from rllib_ext.algorithms.impact.losses import (
     TraceOperator,
     VGAETraces,
     adapt_kl_coeff,

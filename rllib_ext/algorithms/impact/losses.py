@@ -17,7 +17,14 @@ from typing import Any
 
 import torch
 
-from rllib_ext.algorithms.impact.impact import SURROGATE_RATIOS, VALUE_TARGETS
+#: Surrogate ratios of the §4.1 ablation: R1 = πθ/πtarget, R2 = πθ/πworker,
+#: R3 = πθ/max(πtarget, β·πworker) (IMPACT); see :func:`surrogate_log_ratio`.
+SURROGATE_RATIOS = ("r1", "r2", "r3")
+
+#: Critic targets: "v_gae" = V(s_t) + A^{V-GAE}_t with the advantage's λ (Algorithm 1 line 8's
+#: V̂_{V-GAE}); "vtrace" = the λ = 1 V-trace target v_s (IMPALA; the authors' APPO code); see
+#: :class:`VGAETraces`.
+VALUE_TARGETS = ("v_gae", "vtrace")
 
 #: Block length W of :class:`TraceOperator` for rows longer than 2·TRACE_BLOCK steps (shorter
 #: rows are one block). Per draw the operator costs T·B·W multiply-adds plus T/W − 1 sequential

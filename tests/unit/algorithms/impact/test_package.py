@@ -1,0 +1,74 @@
+"""rllib_ext.algorithms.impact's modules import one another one way only: no import circle.
+
+Every import counts, those inside functions (RLlib's lazy ``get_default_learner_class``) too: the
+formula module (``losses``) holds its own constants, the learner its own, and the algorithm
+module imports both, never the other way round.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import rllib_ext.algorithms.impact as package
+
+PACKAGE = package.__name__
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([PACKAGE, *parts])
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (anywhere in its source, package ``__init__`` s aside)."""
+    root = Path(package.__file__).parent
+    modules = {_module_name(path, root): path for path in root.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {alias.name for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                targets.add(node.module)
+                targets |= {f"{node.module}.{alias.name}" for alias in node.names}
+        graph[name] = {t for t in targets if t in modules and t != name and not modules[t].name == "__init__.py"}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of ``graph`` (its modules in order, the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_impact_package_has_no_import_circle():
+    graph = import_graph()
+    assert f"{PACKAGE}.losses" in graph and f"{PACKAGE}.learner_thread" in graph
+    assert graph[f"{PACKAGE}.losses"] == set()  # the formulas hold their constants
+    assert find_cycle(graph) is None, find_cycle(graph)
