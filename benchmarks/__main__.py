@@ -1,8 +1,8 @@
 """`make bench` / `python -m benchmarks [NAME ...]`: runs the benchmark scripts one after another.
 
 Each ``benchmarks/<name>.py`` is a standalone script that measures side by side in one run and
-prints ratios. Learning comparisons go through the harness instead (``benchmarks/harness/``:
-``python -m benchmarks.harness.race`` writes rows under ``benchmarks/results/``, ``make
+prints ratios. Learning comparisons go through the race harness instead (``rllib race``, here
+``python -m benchmarks.harness.race``, writes rows under ``benchmarks/results/``, ``make
 bench-report`` draws the figures and the summary in ``benchmarks/RESULTS.md``). Run them one at a
 time on a quiet machine: they compete for the same cores.
 """
@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     status = 0
     for name in argv or list(scripts):
         print(f"=== benchmarks/{name}.py", flush=True)
-        # As a module from the repository root: the scripts import ``benchmarks.harness`` and ``rllib_ext``.
+        # As a module from the repository root: the scripts import ``benchmarks._args`` and ``rllib_ext``.
         status = max(status, subprocess.call([sys.executable, "-m", f"benchmarks.{name}"], cwd=os.path.dirname(here)))
     return status
 

@@ -4,19 +4,19 @@ underscore keeps it out of ``python -m benchmarks``)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
+
+from rllib_ext.compare.race import RaceError, parse_key_json
 
 
 def parse_set(parser: argparse.ArgumentParser, items: list[str], flag: str = "--set") -> dict[str, Any]:
-    """``KEY=JSON`` items as a dict; a malformed item is a usage error naming it."""
-    bad = [i for i in items if "=" not in i]
-    if bad:
-        parser.error(f"{flag} takes KEY=JSON, got {bad}")
+    """``KEY=JSON`` items as a dict (:func:`rllib_ext.compare.race.parse_key_json`); a malformed item
+    is a usage error naming it."""
     out = {}
-    for key, value in (item.split("=", 1) for item in items):
+    for item in items:
         try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError as e:
-            parser.error(f"{flag} {key}={value}: the value is not JSON ({e.msg})")
+            key, value = parse_key_json(item, flag)
+        except RaceError as e:
+            parser.error(str(e))
+        out[key] = value
     return out

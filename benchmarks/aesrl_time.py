@@ -46,8 +46,8 @@ import time
 import ray
 
 import rllib_ext  # noqa: F401
-from benchmarks.harness.rows import Machine, append_measurement, git_commit
 from rllib_ext import AESRLConfig, CEMRLConfig
+from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
 # fixed_range: AES-RL's r and f_b where the task has no Table 5 row (None: Table 5's).
 SCENARIOS = {

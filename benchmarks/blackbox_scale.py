@@ -118,7 +118,7 @@ from rllib_ext import DFDConfig, ESConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._args import parse_set  # noqa: E402
-from benchmarks.harness.rows import Machine  # noqa: E402
+from rllib_ext.compare.rows import Machine  # noqa: E402
 
 BENCHMARK = "blackbox_scale"
 SCHEMA = 1

@@ -34,9 +34,9 @@ import numpy as np
 import ray
 
 import rllib_ext  # noqa: F401
-from benchmarks.harness.rows import Machine, append_measurement, git_commit
 from rllib_ext import CVESConfig
 from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
 MODES = {"adaptive": True, "frozen": False}
 GRID = [0.9, 0.95, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9995, 0.9999, 1.0]

@@ -30,10 +30,10 @@ import numpy as np
 import ray
 
 import rllib_ext  # noqa: F401
-from benchmarks.harness.rows import Machine, append_measurement
 from rllib_ext import CVESConfig
 from rllib_ext.algorithms.cves import cves_learner as cv
 from rllib_ext.algorithms.cves.one_step_mdp import total_variance
+from rllib_ext.compare.rows import Machine, append_measurement
 
 
 def measure(env: str, batches: int, runners: int, eta_lr: float, gamma: float, pg_baseline: str) -> dict:

@@ -30,9 +30,9 @@ import numpy as np
 import ray
 import torch
 
-from benchmarks.harness.rows import Machine, append_measurement, git_commit
 from rllib_ext.common.offpolicy.td3 import TD3Updater
 from rllib_ext.common.offpolicy.transitions import ReplayActor, sample_chunks, writable
+from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
 READERS = ("fetch when needed (all fields)", "sample_chunks (states, next call in flight)")
 

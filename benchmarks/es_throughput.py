@@ -37,11 +37,11 @@ import ray
 import torch
 
 import rllib_ext  # noqa: F401 - registers ES_EXT and the envs
-from benchmarks.harness.rows import Machine, append_measurement
 from rllib_ext import ESConfig
 from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.policies import MLPPolicy
+from rllib_ext.compare.rows import Machine, append_measurement
 
 HIDDENS = [64, 64]
 

@@ -28,9 +28,9 @@ import time
 import ray
 
 import rllib_ext  # noqa: F401 - registers the algorithms and envs
-from benchmarks.harness.rows import Machine, append_measurement, git_commit
 from rllib_ext import registry
 from rllib_ext.common.steps import BREAKDOWN_KEYS
+from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 from rllib_ext.envs import StepCounter
 
 DEFAULT_ALGOS = ["ES_EXT", "DFD_EXT", "CVES_EXT", "ARS_EXT", "AESRL_EXT", "CEMRL_EXT", "TD3_EXT", "IMPACT_EXT"]

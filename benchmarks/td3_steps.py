@@ -39,8 +39,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmarks.harness.rows import Machine, append_measurement, git_commit
 from rllib_ext.common.offpolicy.td3 import TD3Updater
+from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
 #: Adam's implementations: TD3Updater's optimizer_kwargs for each.
 ADAMS = {"fused": {}, "loop": {"foreach": False}}

@@ -1,4 +1,4 @@
-"""The ``rllib`` command: train, train file, evaluate, list, plot.
+"""The ``rllib`` command: train (``--resume``), train file, evaluate, list, plot, race, report.
 
 Ray 2.60 ships no ``rllib`` console script; this one keeps the spellings old-RLlib users know
 (``rllib train --algo PPO --env CartPole-v1 --stop '{...}' --config '{...}'`` and
@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rllib_ext import experiment
+from rllib_ext.compare.race import RaceError
+from rllib_ext.compare.rows import RowError
 from rllib_ext.experiment import (
     METRIC_ALIASES,
     RETURN_KEY,
@@ -44,6 +46,8 @@ from rllib_ext.experiment import (
 
 USAGE_ERROR = 2
 RUN_FAILED = 1
+#: ``rllib race --stop-after-s`` stopped before the race was complete (``--resume`` goes on).
+RACE_PAUSED = 3
 
 
 class CLIError(Exception):
@@ -341,6 +345,43 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def cmd_race(args) -> int:
+    """``rllib race``: checks everything before Ray starts, prints the plan, runs the missing runs."""
+    from rllib_ext.compare import race
+
+    spec, own = args.race_spec
+    prepared = race.prepare(spec, own)
+    for line in prepared.plan_lines():
+        print(f"rllib race: {line}", flush=True)
+    if spec.dry_run:
+        return 0
+    race.set_threads(spec.threads)  # before Ray starts: its workers inherit OMP_NUM_THREADS
+    init_ray(None, spec.num_cpus)
+    try:
+        out = race.run(prepared, log=lambda line: print(line, flush=True))
+    except race.RunPaused:
+        print(f"rllib race: stopped after {spec.stop_after_s:g} s; go on with --resume", flush=True)
+        return RACE_PAUSED
+    print(f"rllib race: wrote {out}; rllib report {spec.results_dir} draws it", flush=True)
+    return 0
+
+
+def cmd_report(args) -> int:
+    """``rllib report``: figures and the Markdown summary of every race under a results folder."""
+    from rllib_ext.compare.report import write_report
+
+    try:
+        report = write_report(args.results_dir, figures_dir=args.figures_dir, output=args.output)
+    except FileNotFoundError as e:
+        raise CLIError(str(e)) from None
+    figures = sorted(set(report.figures.values()))
+    print(
+        f"rllib: {len(report.rows)} rows -> {len(figures)} figure(s) ({', '.join(figures) or 'none'}); "
+        f"summary in {report.path}"
+    )
+    return 0
+
+
 # ---------------------------------------------------------------------------------------------
 # Parsers.
 # ---------------------------------------------------------------------------------------------
@@ -421,7 +462,124 @@ def make_parser() -> argparse.ArgumentParser:
         help="what to read (auto: result.json, else progress.csv, else event files)",
     )
     p.set_defaults(func=cmd_plot)
+
+    # `rllib race ...` is parsed by make_race_parser (main hands it over): listed here for --help.
+    sub.add_parser("race", help="race algorithms on equal terms: one row per run (rllib race --help)", add_help=False)
+
+    p = sub.add_parser("report", help="figures and a Markdown summary of the races in a results folder")
+    p.add_argument("results_dir", metavar="RESULTS_DIR", help="the folder rllib race wrote (its --results-dir)")
+    p.add_argument("--figures-dir", help="where the PNGs go (default RESULTS_DIR/figures)")
+    p.add_argument("-o", "--output", help="the Markdown summary (default RESULTS_DIR/REPORT.md)")
+    p.set_defaults(func=cmd_report)
     return parser
+
+
+def _add_race_options(p: argparse.ArgumentParser, results_dir: str) -> None:
+    p.add_argument(
+        "--algos",
+        nargs="+",
+        required=True,
+        metavar="[LABEL=]NAME",
+        help="registered names (rllib list; RLlib's built-ins too), each optionally under a unique label naming "
+        "the entry in --set, the log and the rows, e.g. IMPACT_EXT APPO, or DFD+DSGD=DFD_EXT DFD+Adam=DFD_EXT",
+    )
+    p.add_argument("--env", required=True, help="gymnasium env id")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    p.add_argument("--budget-env-steps", type=int, help="stop a run at this many env steps sampled")
+    p.add_argument("--budget-s", type=float, help="stop a run after this many seconds in train()")
+    p.add_argument("--eval-every-env-steps", type=int, required=True)
+    p.add_argument("--eval-episodes", type=int, default=5)
+    p.add_argument("--common", default="{}", help="JSON config applied to every algorithm (network, runners, sampler)")
+    p.add_argument(
+        "--set", dest="sets", action="append", default=[], metavar="LABEL:KEY=JSON", help="an entry's own setting"
+    )
+    p.add_argument(
+        "--variable", action="append", default=[], metavar="KEY", help="a setting the race varies on purpose"
+    )
+    p.add_argument(
+        "--record",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a metric of the train() result kept at each evaluation point (row extra.recorded[KEY]), a "
+        "'/'-separated path: the black-box family logs under blackbox/ (e.g. blackbox/eta_u with "
+        "optimizer dsgd, blackbox/grad_norm, blackbox/update_index), RLlib's learners under "
+        "learners/default_policy/...",
+    )
+    p.add_argument("--target", type=float, help="return counted as solved (time and env steps to it are reported)")
+    p.add_argument("--benchmark", default="race", help="folder under --results-dir")
+    p.add_argument("--race", help="race id and file name (default: the UTC date and time)")
+    p.add_argument("--results-dir", default=results_dir, help=f"where the rows go (default {results_dir})")
+    p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all cores)")
+    p.add_argument("--threads", type=int, default=1, help="torch/OMP threads (driver, workers, torch_num_threads)")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="add runs (more seeds, or more algorithms) to an existing race; refused unless the protocol, "
+        "the machine and each algorithm's settings equal its rows', and for an (algorithm, seed) that has a row",
+    )
+    p.add_argument(
+        "--stop-after-s",
+        type=float,
+        help="stop this invocation after this many seconds (wall clock, from its start): the run in progress "
+        "pauses at its next iteration, saving a checkpoint and its curve, and the exit status is 3; the same "
+        "command with --resume goes on (for machines that limit a command's time)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with a race: skip the (algorithm, seed) runs that have a row, resume a paused run from "
+        "its checkpoint, start the others; the same checks as --append",
+    )
+    p.add_argument(
+        "--other-machine",
+        action="store_true",
+        help="let --append/--resume join rows run on another machine (CPU model or core count): for a race "
+        "with an env-step budget alone. Each row keeps its machine; the report then calls the race comparable "
+        "per env step, and says its wall times are not",
+    )
+    p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
+    p.add_argument("--verbose", action="store_true", help="show Ray's and RLlib's known noise too (hidden by default)")
+
+
+RACE_DESCRIPTION = (
+    "Race algorithms with identical shared settings (checked before any run), interleaved seeds and "
+    "deterministic evaluation; append one row per run (rllib report draws them)."
+)
+
+
+def make_race_parser(prog: str = "rllib race", results_dir: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``rllib race`` (also under another ``prog``, with another default results folder)."""
+    from rllib_ext.compare.race import RESULTS_DIR
+
+    p = argparse.ArgumentParser(prog=prog, description=RACE_DESCRIPTION)
+    _add_race_options(p, results_dir or RESULTS_DIR)
+    p.set_defaults(func=cmd_race)
+    return p
+
+
+def parse_race_args(
+    argv: Sequence[str], prog: str = "rllib race", results_dir: str | None = None
+) -> argparse.Namespace:
+    """``rllib race``'s arguments, with ``race_spec``: ``(spec, own)`` from
+    :func:`rllib_ext.compare.race.race_spec`; bad options are usage errors (SystemExit 2, the
+    message on stderr)."""
+    from rllib_ext.compare import race
+
+    parser = make_race_parser(prog, results_dir)
+    args = parser.parse_args(argv)
+    options = {k: v for k, v in vars(args).items() if k not in ("func", "verbose")}
+    try:
+        args.race_spec = race.race_spec(**options, command_line=race.command_line(prog, argv))
+    except RaceError as e:
+        parser.error(str(e))
+    return args
+
+
+def race_main(argv: Sequence[str], prog: str = "rllib race", results_dir: str | None = None) -> int:
+    """``rllib race ARGS``, also under another name (the project's ``python -m benchmarks.harness.race``,
+    whose rows go to ``benchmarks/results/`` and record that command); returns the exit status."""
+    return run_command(parse_race_args(argv, prog, results_dir))
 
 
 def make_train_file_parser() -> argparse.ArgumentParser:
@@ -441,22 +599,28 @@ _STARTED_RAY = False
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rllib`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:2] == ["train", "file"]:
+        args = make_train_file_parser().parse_args(argv[2:])
+    elif argv[:1] == ["race"]:
+        return race_main(argv[1:])
+    else:
+        args = make_parser().parse_args(argv)
+    return run_command(args)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Runs a parsed command with the noise filter on (unless ``--verbose``): a usage error is one
+    ``rllib: error:`` line and status 2, Ctrl-C status 130; Ray is disconnected at the end."""
     global _QUIET
     from rllib_ext.quiet import Quiet
 
     # Our progress line replaces Tune's tables.
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:2] == ["train", "file"]:
-        parser = make_train_file_parser()
-        args = parser.parse_args(argv[2:])
-    else:
-        parser = make_parser()
-        args = parser.parse_args(argv)
     _QUIET = None if getattr(args, "verbose", False) else Quiet().install()
     try:
         return args.func(args)
-    except (CLIError, ExperimentError) as e:
+    except (CLIError, ExperimentError, RaceError, RowError) as e:
         print(f"rllib: error: {e}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:

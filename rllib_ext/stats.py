@@ -26,7 +26,7 @@ and invariants (tests/unit/test_stats.py).
   than Y".
 
 Also here, because both ``rllib plot`` (:mod:`rllib_ext.plotting`) and the benchmark report
-(``benchmarks/harness/report.py``) draw curves from runs evaluated at different x values:
+(:mod:`rllib_ext.compare.report`, ``rllib report``) draw curves from runs evaluated at different x values:
 :func:`step_hold`, which puts runs on a common grid without inventing values.
 """
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from benchmarks.harness.race import NEVER, evaluate_on_rllib_runner
 from rllib_ext import experiment
+from rllib_ext.compare.race import NEVER, evaluate_on_rllib_runner
 from tests.helpers import REPO
 
 TUNED = os.path.join(REPO, "tuned_examples", "vracer_ext", "pendulum-v1.yaml")

@@ -1,4 +1,4 @@
-"""benchmarks.harness.rows: rows round-trip, and a bad row is one error naming file and line."""
+"""rllib_ext.compare.rows: rows round-trip, and a bad row is one error naming file and line."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from benchmarks.harness import rows as rows_lib
-from benchmarks.harness.rows import Curve, Machine, RowError, RunRow
+from rllib_ext.compare import rows as rows_lib
+from rllib_ext.compare.rows import Curve, Machine, RowError, RunRow
 
 
 def make_row(**changes) -> RunRow:
@@ -143,7 +143,7 @@ def test_a_row_of_schema_1_reads_as_counted_before_issue_39_and_round_trips():
 
 
 def test_every_committed_row_still_reads():
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "results")
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks", "results")
     rows = rows_lib.read_all(root)
     assert rows and all(r.schema in rows_lib.READABLE_SCHEMAS for r in rows)
 

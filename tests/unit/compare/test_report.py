@@ -1,4 +1,4 @@
-"""benchmarks.harness.report on hand-made rows: the table, the like-with-like check, the figures."""
+"""rllib_ext.compare.report (``rllib report``) on hand-made rows: the table, the like-with-like check, the figures."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from benchmarks.harness import report
-from benchmarks.harness.rows import OLD_STEP_COUNT, Curve, Machine, RunRow, append_row
+from rllib_ext import cli
+from rllib_ext.compare import report
+from rllib_ext.compare.rows import OLD_STEP_COUNT, Curve, Machine, RunRow, append_row
 
 
 def row(algorithm="A", seed=0, finals=(10.0, 50.0, 100.0), target=None, race="r1", **changes) -> RunRow:
@@ -125,85 +126,35 @@ def test_time_to_target_is_the_first_evaluation_reaching_it():
     assert report.time_to_target(row(target=None)) is None
 
 
-def test_replace_generated_needs_the_markers():
-    text = f"intro\n{report.BEGIN}\nold\n{report.END}\nnotes\n"
-    assert report.replace_generated(text, "new", "R.md") == f"intro\n{report.BEGIN}\nnew\n{report.END}\nnotes\n"
-    with pytest.raises(ValueError, match="R.md has no"):
-        report.replace_generated("no markers", "new", "R.md")
-
-
-def test_main_regenerates_figures_and_table(tmp_path):
-    results, figures, md = tmp_path / "results", tmp_path / "docs" / "results", tmp_path / "RESULTS.md"
-    for r in race_rows(target=100.0):
-        append_row(str(results / "bench" / "r1.jsonl"), r)
-    md.write_text(f"# Results\n\n{report.BEGIN}\n{report.END}\n\n## Notes\n")
-    argv = ["--results-dir", str(results), "--figures-dir", str(figures), "--results-md", str(md)]
-    assert report.main(argv) == 0
-    png = figures / "bench_CartPole-v1.png"
-    assert png.stat().st_size > 1000
-    text = md.read_text()
-    assert text.startswith("# Results") and text.endswith("## Notes\n")
-    assert "docs/results/bench_CartPole-v1.png" in text and "| A | 5 |" in text
-    first = text
-    assert report.main(argv) == 0 and md.read_text() == first  # regenerating changes nothing
-
-
-def test_main_reports_a_bad_row_with_file_and_line(tmp_path, capsys):
-    results = tmp_path / "results" / "bench"
-    results.mkdir(parents=True)
-    (results / "r1.jsonl").write_text(row().to_json() + "\n{}\n")
-    md = tmp_path / "RESULTS.md"
-    md.write_text(f"{report.BEGIN}\n{report.END}\n")
-    argv = ["--results-dir", str(tmp_path / "results"), "--figures-dir", str(tmp_path / "f"), "--results-md", str(md)]
-    assert report.main(argv) == 1
-    assert "r1.jsonl:2: bad row" in capsys.readouterr().err
-
-
-def test_measurement_rows_live_apart_and_get_median_tables(tmp_path):
-    """Throughput/scaling rows (results/measurements/) are not learning curves: the learning-curve
-    reader skips them and the report tables their medians per line."""
-    import json
-
+def test_rllib_report_draws_figures_and_a_summary_from_the_rows(tmp_path, capsys):
     results = tmp_path / "results"
     for r in race_rows(target=100.0):
         append_row(str(results / "bench" / "r1.jsonl"), r)
-    scale = results / "measurements" / "blackbox_scale"
-    scale.mkdir(parents=True)
-    lines = [
-        {"benchmark": "blackbox_scale", "algorithm": "DFD_EXT", "runners": 8, "worker_utilization": u, "date": "2026"}
-        for u in (0.9, 0.99, 0.95)
-    ]
-    (scale / "a.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    from benchmarks.harness.rows import read_all, read_measurements
-
-    assert len(read_all(str(results))) == len(race_rows(target=100.0))
-    measurements = read_measurements(str(results))
-    assert len(measurements) == 3
-    table = report.measurement_tables(measurements)
-    assert "| DFD_EXT | 8 | 0.950 |" in table and table.rstrip().endswith("| 3 |")
+    assert cli.main(["report", str(results)]) == 0
+    assert (results / "figures" / "bench_CartPole-v1.png").stat().st_size > 1000
+    text = (results / "REPORT.md").read_text()
+    assert "![bench CartPole-v1](figures/bench_CartPole-v1.png)" in text and "| A | 5 |" in text
+    assert "P(row > column)" in text
+    assert f"summary in {results / 'REPORT.md'}" in capsys.readouterr().out
+    out = tmp_path / "elsewhere" / "r.md"
+    assert cli.main(["report", str(results), "--figures-dir", str(tmp_path / "png"), "-o", str(out)]) == 0
+    assert "](../png/bench_CartPole-v1.png)" in out.read_text()
 
 
-def test_every_measurement_table_groups_its_rows(tmp_path):
-    """Each measurement benchmark's key fields are plain values (a table line per distinct key)."""
-    for benchmark, spec in report.MEASUREMENT_TABLES.items():
-        rows = [
-            {
-                "benchmark": benchmark,
-                **{k: f"{k}-{i % 2}" for k in spec["keys"]},
-                **{f: 1.0 + i for f, _, _ in spec["values"]},
-            }
-            for i in range(4)
-        ]
-        table = report.measurement_tables(rows)
-        lines = [line for line in table.splitlines() if line.startswith(f"| {spec['keys'][0]}-")]
-        assert len(lines) == 2 and all(line.endswith("| 2 |") for line in lines), (benchmark, table)
+def test_rllib_report_names_a_missing_folder_or_a_bad_row(tmp_path, capsys):
+    assert cli.main(["report", str(tmp_path / "nope")]) == 2
+    assert "no results folder" in capsys.readouterr().err
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "r1.jsonl").write_text(row().to_json() + "\n{}\n")
+    assert cli.main(["report", str(tmp_path)]) == 2
+    assert "r1.jsonl:2: bad row" in capsys.readouterr().err
 
 
 def test_git_commit_names_the_checkout_of_a_path(tmp_path):
     """How a before/after measurement row names the code it measured."""
     import subprocess
 
-    from benchmarks.harness.rows import git_commit
+    from rllib_ext.compare.rows import git_commit
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -216,7 +167,7 @@ def test_git_commit_names_the_checkout_of_a_path(tmp_path):
 
 
 def test_append_measurement_writes_what_read_measurements_reads(tmp_path):
-    from benchmarks.harness.rows import RowError, append_measurement, read_measurements
+    from rllib_ext.compare.rows import RowError, append_measurement, read_measurements
 
     path = tmp_path / "results" / "measurements" / "b" / "d.jsonl"
     append_measurement(str(path), {"benchmark": "b", "x": 1.5})

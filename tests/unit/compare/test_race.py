@@ -1,4 +1,4 @@
-"""benchmarks.harness.race: every check of a race runs before Ray starts and names what is wrong."""
+"""rllib_ext.compare.race (``rllib race``): every check of a race runs before Ray starts and names what is wrong."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from benchmarks.harness import race
-from benchmarks.harness.rows import EVERY_SIMULATED_STEP, append_row
+from rllib_ext import cli
+from rllib_ext.compare import race
+from rllib_ext.compare.rows import EVERY_SIMULATED_STEP, append_row
 
 COMMON = {
     "model_config": {"fcnet_hiddens": [16]},
@@ -20,12 +21,23 @@ COMMON = {
     "min_time_s_per_iteration": 1,
 }
 
+
+def parse_args(argv):
+    """``rllib race ARGV``'s ``(spec, own)``."""
+    return cli.parse_race_args(argv).race_spec
+
+
+def rllib_race(argv):
+    """``rllib race ARGV``'s exit status."""
+    return cli.main(["race", *argv])
+
+
 BASE = ["--algos", "APPO", "--env", "CartPole-v1", "--budget-env-steps", "100", "--eval-every-env-steps", "50"]
 
 
 def plan(*extra, common=COMMON, algos=("IMPACT_EXT", "APPO")):
     argv = ["--algos", *algos, "--env", "CartPole-v1", "--budget-env-steps", "100", "--eval-every-env-steps", "50"]
-    args, own = race.parse_args([*argv, "--common", json.dumps(common), *extra])
+    args, own = parse_args([*argv, "--common", json.dumps(common), *extra])
     return race.plan(args, own)
 
 
@@ -93,14 +105,14 @@ def test_an_algorithm_the_race_cannot_evaluate_is_named():
 )
 def test_bad_arguments_are_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as e:
-        race.parse_args([*BASE, *argv])
+        parse_args([*BASE, *argv])
     assert e.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_no_budget_is_a_usage_error(capsys):
     with pytest.raises(SystemExit):
-        race.parse_args(["--algos", "APPO", "--env", "CartPole-v1", "--eval-every-env-steps", "50"])
+        parse_args(["--algos", "APPO", "--env", "CartPole-v1", "--eval-every-env-steps", "50"])
     assert "--budget-env-steps and/or --budget-s" in capsys.readouterr().err
 
 
@@ -121,7 +133,7 @@ BLACKBOX = {"policy_hiddens": [8], "num_env_runners": 1, "eval_episodes": 1}  # 
 
 
 def test_labels_race_variants_of_one_algorithm():
-    args, _ = race.parse_args(["--algos", "DFD+DSGD=DFD_EXT", "DFD+Adam=DFD_EXT", "ES_EXT", *BASE[2:]])
+    args, _ = parse_args(["--algos", "DFD+DSGD=DFD_EXT", "DFD+Adam=DFD_EXT", "ES_EXT", *BASE[2:]])
     assert args.algos == {"DFD+DSGD": "DFD_EXT", "DFD+Adam": "DFD_EXT", "ES_EXT": "ES_EXT"}
     dsgd, adam, es = plan(
         "--set",
@@ -165,16 +177,16 @@ def test_like_with_like_checks_name_the_labels():
 )
 def test_bad_labels_are_usage_errors(algos, message, capsys):
     with pytest.raises(SystemExit) as e:
-        race.parse_args(["--algos", *algos, *BASE[2:]])
+        parse_args(["--algos", *algos, *BASE[2:]])
     assert e.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_set_takes_a_label():
-    args, own = race.parse_args(["--algos", "A=APPO", "B=APPO", *BASE[2:], "--set", "B:lr=0.1"])
+    args, own = parse_args(["--algos", "A=APPO", "B=APPO", *BASE[2:], "--set", "B:lr=0.1"])
     assert own == {"A": {}, "B": {"lr": 0.1}}
     with pytest.raises(SystemExit):
-        race.parse_args(["--algos", "A=APPO", *BASE[2:], "--set", "APPO:lr=0.1"])  # the label, not the name
+        parse_args(["--algos", "A=APPO", *BASE[2:], "--set", "APPO:lr=0.1"])  # the label, not the name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,7 +257,7 @@ def fake_args(tmp_path, *record, budget=300):
     argv += ["--eval-every-env-steps", "200", "--results-dir", str(tmp_path)]
     for key in record:
         argv += ["--record", key]
-    args, _ = race.parse_args(argv)
+    args, _ = parse_args(argv)
     return args
 
 
@@ -296,7 +308,7 @@ def test_append_accepts_new_seeds_and_refuses_a_rerun_or_other_settings(tmp_path
     settings = dict(row.settings)
 
     def check(*extra, settings=settings):
-        args, _ = race.parse_args([*argv, *extra])
+        args, _ = parse_args([*argv, *extra])
         entry = race.Entry("L", "ES_EXT", FakeAlgo, FakeConfig(FakeAlgo), settings, lambda algo, k: [1.0] * k)
         race.check_append(path, [entry], args)
 
@@ -311,11 +323,11 @@ def test_append_accepts_new_seeds_and_refuses_a_rerun_or_other_settings(tmp_path
 
 def test_append_needs_an_existing_race_and_a_fresh_race_needs_a_new_name(tmp_path, capsys):
     argv = [*BASE, "--common", json.dumps(COMMON), "--results-dir", str(tmp_path), "--race", "x"]
-    assert race.main([*argv, "--append", "--dry-run"]) == 2
+    assert rllib_race([*argv, "--append", "--dry-run"]) == 2
     assert "does not exist" in capsys.readouterr().err
     (tmp_path / "impact_vs_appo").mkdir()
     (tmp_path / "impact_vs_appo" / "x.jsonl").write_text("")
-    assert race.main([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
+    assert rllib_race([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
     assert "--append" in capsys.readouterr().err
 
 
@@ -364,7 +376,7 @@ def test_a_paused_run_is_not_resumed_with_other_settings_protocol_or_machine(tmp
 def test_resume_skips_runs_that_have_a_row_and_checks_like_append(tmp_path):
     row = run_fake(tmp_path, FakeAlgo)  # "L" seed 0 in tmp_path / "r.jsonl"
     path = str(tmp_path / "r.jsonl")
-    args, _ = race.parse_args(
+    args, _ = parse_args(
         ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
         + ["--seeds", "0", "1", "--resume"]
     )
@@ -384,33 +396,33 @@ def test_rows_of_another_machine_join_only_with_other_machine(tmp_path, capsys):
     argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
     argv += ["--seeds", "0", "1", "--resume"]
     entry = fake_entry(FakeAlgo, settings=dict(row["settings"]))
-    args, _ = race.parse_args(argv)
+    args, _ = parse_args(argv)
     with pytest.raises(race.RaceError, match="another CPU.*--other-machine"):
         race.check_append(str(path), [entry], args, resume=True)
-    args, _ = race.parse_args([*argv, "--other-machine"])
+    args, _ = parse_args([*argv, "--other-machine"])
     assert race.check_append(str(path), [entry], args, resume=True) == {("L", 0)}
     assert "--other-machine" not in args.command_line  # an invocation flag: the race's command runs it whole
     with pytest.raises(SystemExit):  # it only joins rows: alone it means nothing
-        race.parse_args([a for a in argv if a != "--resume"] + ["--other-machine"])
+        parse_args([a for a in argv if a != "--resume"] + ["--other-machine"])
     assert "--other-machine goes with --append or --resume" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # a time budget: how far a run gets depends on the machine
-        race.parse_args([*argv, "--other-machine", "--budget-s", "60"])
+        parse_args([*argv, "--other-machine", "--budget-s", "60"])
     assert "--other-machine needs an env-step budget alone" in capsys.readouterr().err
 
 
 def test_resume_and_stop_after_s_arguments(tmp_path, capsys):
     argv = [*BASE, "--common", json.dumps(COMMON), "--results-dir", str(tmp_path), "--race", "x"]
     with pytest.raises(SystemExit):
-        race.parse_args([*argv, "--append", "--resume"])
+        parse_args([*argv, "--append", "--resume"])
     assert "exclude each other" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        race.parse_args([*argv, "--stop-after-s", "0"])
+        parse_args([*argv, "--stop-after-s", "0"])
     assert "--stop-after-s must be > 0" in capsys.readouterr().err
     # Paused runs of a race are resumed, never silently restarted.
     (tmp_path / "impact_vs_appo" / "x.partial").mkdir(parents=True)
-    assert race.main([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
+    assert rllib_race([*argv, "--benchmark", "impact_vs_appo", "--dry-run"]) == 2
     assert "go on with --resume" in capsys.readouterr().err
-    assert race.main([*argv, "--benchmark", "impact_vs_appo", "--resume", "--dry-run"]) == 0
+    assert rllib_race([*argv, "--benchmark", "impact_vs_appo", "--resume", "--dry-run"]) == 0
 
 
 @pytest.mark.parametrize(
@@ -425,7 +437,7 @@ def test_resume_and_stop_after_s_arguments(tmp_path, capsys):
 def test_recorded_command_leaves_out_where_the_rows_were_kept(where):
     """A row's command reproduces the race: every setting stays; the local results folder and how the
     invocation was chunked (--stop-after-s, --resume) do not."""
-    args, _ = race.parse_args([*BASE[:2], *where, *BASE[2:], "--set", "APPO:lr=0.1", "--seeds", "3"])
+    args, _ = parse_args([*BASE[:2], *where, *BASE[2:], "--set", "APPO:lr=0.1", "--seeds", "3"])
     assert args.results_dir == "/tmp/elsewhere"
     for gone in ("elsewhere", "--results-dir", "--stop-after-s", "--resume", "--dry-run", "7500"):
         assert gone not in args.command_line
@@ -475,7 +487,7 @@ def test_append_refuses_rows_counted_the_old_way_where_the_count_changed(tmp_pat
         del data[key]
     path.write_text(json.dumps({**data, "schema": 1}) + "\n")
     argv = ["--algos", "L=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300", "--eval-every-env-steps", "200"]
-    args, _ = race.parse_args([*argv, "--seeds", "1", "--append"])
+    args, _ = parse_args([*argv, "--seeds", "1", "--append"])
     entry = fake_entry(FakeAlgo, settings=dict(row.settings))
     with pytest.raises(race.RaceError, match="counted before 2026-11-27: its L rows left out .*give a new --race"):
         race.check_append(str(path), [entry], args)

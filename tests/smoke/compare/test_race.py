@@ -1,12 +1,18 @@
-"""benchmarks.harness.race end to end: one algorithm, a tiny budget, one row with an evaluation curve."""
+"""``rllib race`` end to end: one algorithm, a tiny budget, one row with an evaluation curve."""
 
 from __future__ import annotations
 
 import json
 
-from benchmarks.harness import race
-from benchmarks.harness.report import summary_table
-from benchmarks.harness.rows import read_all
+from rllib_ext import cli
+from rllib_ext.compare import race
+from rllib_ext.compare.report import summary_table
+from rllib_ext.compare.rows import read_all
+
+
+def rllib_race(argv):
+    """``rllib race ARGV``'s exit status."""
+    return cli.main(["race", *argv])
 
 
 def test_race_writes_one_row_per_run(ray_session, tmp_path):
@@ -16,9 +22,9 @@ def test_race_writes_one_row_per_run(ray_session, tmp_path):
     argv += ["--eval-every-env-steps", "150", "--eval-episodes", "2", "--common", json.dumps(common)]
     argv += ["--benchmark", "smoke", "--race", "r1", "--results-dir", str(tmp_path)]
     # A first invocation stops at once (after one iteration), the second resumes from the checkpoint.
-    assert race.main([*argv, "--stop-after-s", "0.001"]) == 3
+    assert rllib_race([*argv, "--stop-after-s", "0.001"]) == 3
     assert read_all(str(tmp_path)) == [] and (tmp_path / "smoke" / "r1.partial").is_dir()
-    assert race.main([*argv, "--resume"]) == 0
+    assert rllib_race([*argv, "--resume"]) == 0
     assert not (tmp_path / "smoke" / "r1.partial").exists()
     (row,) = read_all(str(tmp_path))
     assert row.extra["chunks"] == 2
@@ -37,7 +43,7 @@ def test_race_writes_one_row_per_run(ray_session, tmp_path):
         assert sum(values[i] for values in breakdown.values()) == total
     assert breakdown["env_steps_used_lifetime"][-1] > 0
     # The same race id again is refused (rows are appended, never overwritten).
-    assert race.main(argv) == 2
+    assert rllib_race(argv) == 2
 
 
 def test_labelled_variants_record_metrics_along_the_curve(ray_session, tmp_path):
@@ -47,7 +53,7 @@ def test_labelled_variants_record_metrics_along_the_curve(ray_session, tmp_path)
     argv += ["--common", json.dumps(common), "--set", 'ES+SGD:optimizer="sgd"']
     argv += ["--record", "blackbox/grad_norm", "--record", "blackbox/update_index", "--record", "no/such/metric"]
     argv += ["--benchmark", "smoke", "--race", "labels", "--results-dir", str(tmp_path)]
-    assert race.main(argv) == 0
+    assert rllib_race(argv) == 0
     adam, sgd = read_all(str(tmp_path))
     assert (adam.algorithm, sgd.algorithm) == ("ES+Adam", "ES+SGD")
     assert adam.registered_algorithm == sgd.registered_algorithm == "ES_EXT"

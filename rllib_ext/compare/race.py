@@ -1,9 +1,12 @@
 """A race: several algorithms, the same env, the same shared settings, ≥ 5 seeds, evaluation returns.
 
-Usage::
+The library under ``rllib race`` (:mod:`rllib_ext.cli` holds the command line, the output and the
+exit codes): :func:`race_spec` checks the options, :func:`prepare` builds and checks every entry
+before Ray starts, :func:`run` trains the runs and appends their rows. Nothing here prints or
+exits; bad input raises :class:`RaceError` with one line naming the entry or setting at fault.
+Any registered name races, RLlib's built-ins included::
 
-    .venv/bin/python -m benchmarks.harness.race --benchmark impact_vs_appo \\
-        --algos IMPACT_EXT APPO --env CartPole-v1 --seeds 0 1 2 3 4 \\
+    rllib race --algos IMPACT_EXT APPO --env CartPole-v1 --seeds 0 1 2 3 4 \\
         --budget-env-steps 40000 [--budget-s 90] --eval-every-env-steps 5000 --eval-episodes 5 \\
         --common '{"model_config": {"fcnet_hiddens": [64, 64]}, "num_env_runners": 1, ...}' \\
         --set IMPACT_EXT:circular_buffer_iterations_per_batch=8 ... [--target 450]
@@ -11,7 +14,7 @@ Usage::
 Variants of one registered algorithm race under labels (``LABEL=NAME``; a plain ``NAME`` is
 ``NAME=NAME``), and ``--record`` keeps metrics of the ``train()`` result along the curve::
 
-    .venv/bin/python -m benchmarks.harness.race --benchmark dfd_ablation --env CartPole-v1 \\
+    rllib race --benchmark dfd_ablation --env CartPole-v1 \\
         --algos "DFD+DSGD=DFD_EXT" "DFD+Adam=DFD_EXT" "FD+DSGD=DFD_EXT" "ES=ES_EXT" \\
         --common '{"policy_hiddens": [32], "num_env_runners": 1}' \\
         --set 'DFD+DSGD:optimizer="dsgd"' --set 'FD+DSGD:optimizer="dsgd"' \\
@@ -35,9 +38,9 @@ evaluation episodes are not in it.
 Every ``--eval-every-env-steps`` env steps (and before training, and at the end) the current
 policy plays ``--eval-episodes`` episodes with deterministic actions; the mean return is the
 curve's point. Wall time counts ``train()`` only (not building, not evaluating). Each finished run
-is appended as one row (:mod:`benchmarks.harness.rows`) to
-``benchmarks/results/<benchmark>/<race>.jsonl``; ``make bench-report`` draws the figures and
-the table.
+is appended as one row (:mod:`rllib_ext.compare.rows`) to
+``<results-dir>/<benchmark>/<race>.jsonl``; ``rllib report`` (:mod:`rllib_ext.compare.report`)
+draws the figures and the table.
 
 Along the curve (lists aligned with its points) the row's ``extra`` keeps:
 ``train_return_mean`` (``env_runners/episode_return_mean`` of the latest ``train()``),
@@ -102,7 +105,6 @@ Async algorithms' runners may finish the requests already in flight while the dr
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime
 import json
@@ -110,13 +112,11 @@ import logging
 import math
 import numbers
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchmarks._args import parse_set
-from benchmarks.harness.rows import (
+from rllib_ext.compare.rows import (
     EVERY_SIMULATED_STEP,
     OLD_RULE_FAMILY,
     OLD_RULE_LEFT_OUT,
@@ -127,8 +127,10 @@ from benchmarks.harness.rows import (
     counted_short,
 )
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS_DIR = os.path.join(os.path.dirname(HERE), "results")
+logger = logging.getLogger(__name__)
+
+#: Where ``rllib race`` writes its rows unless told (relative to the working directory).
+RESULTS_DIR = "race_results"
 
 #: Execution settings every algorithm of a race must share (read back from the built config).
 EXECUTION_KEYS = (
@@ -147,8 +149,8 @@ EVAL_SEED_OFFSET = 10_000
 NEVER = 2**62
 
 
-class RaceError(Exception):
-    """Bad race input, found before any run starts."""
+class RaceError(ValueError):
+    """Bad race input, found before any run starts; its message is one line naming what is wrong."""
 
 
 @dataclasses.dataclass
@@ -229,36 +231,54 @@ def evaluator_for(label: str, algo_cls, config) -> Callable[[Any, int], list[flo
 # ---------------------------------------------------------------------------------------------
 # Planning: every check before Ray starts.
 # ---------------------------------------------------------------------------------------------
-def parse_algos(parser: argparse.ArgumentParser, items: Sequence[str]) -> dict[str, str]:
+def parse_key_json(item: str, flag: str = "--set") -> tuple[str, Any]:
+    """One ``KEY=JSON`` item as ``(key, value)``.
+
+    Raises:
+        RaceError: Without ``=``, or when the value is not JSON (``flag`` names the option).
+    """
+    key, sep, value = item.partition("=")
+    if not sep:
+        raise RaceError(f"{flag} takes KEY=JSON, got {[item]}")
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError as e:
+        raise RaceError(f"{flag} {key}={value}: the value is not JSON ({e.msg})") from None
+
+
+def parse_algos(items: Sequence[str]) -> dict[str, str]:
     """``LABEL=NAME`` (or ``NAME``, meaning ``NAME=NAME``) items as ``{label: name}``, in order.
 
-    A bad label (empty, or with ':' or whitespace), an empty name or a repeated label is a usage
-    error.
+    Raises:
+        RaceError: For a bad label (empty, or with ':' or whitespace), an empty name or a repeated label.
     """
     algos: dict[str, str] = {}
     for item in items:
         label, sep, name = item.partition("=")
         name = name if sep else label
         if not name or not label or ":" in label or any(c.isspace() for c in label):
-            parser.error(
+            raise RaceError(
                 f"--algos takes LABEL=NAME or NAME, the label non-empty without ':' or whitespace, got {item!r}"
             )
         if label in algos:
-            parser.error(f"--algos labels must not repeat: {label!r} (give each variant its own LABEL=NAME)")
+            raise RaceError(f"--algos labels must not repeat: {label!r} (give each variant its own LABEL=NAME)")
         algos[label] = name
     return algos
 
 
-def parse_own_settings(
-    parser: argparse.ArgumentParser, items: Sequence[str], labels: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    """``LABEL:KEY=JSON`` items as ``{label: {key: value}}``; a malformed item is a usage error."""
+def parse_own_settings(items: Sequence[str], labels: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``LABEL:KEY=JSON`` items as ``{label: {key: value}}``.
+
+    Raises:
+        RaceError: For a malformed item or a label that is not an entry's.
+    """
     own: dict[str, dict[str, Any]] = {label: {} for label in labels}
     for item in items:
         label, sep, rest = item.partition(":")
         if not sep or label not in own:
-            parser.error(f"--set takes LABEL:KEY=JSON with LABEL one of {list(labels)}, got {item!r}")
-        own[label].update(parse_set(parser, [rest], flag=f"--set {label}:"))
+            raise RaceError(f"--set takes LABEL:KEY=JSON with LABEL one of {list(labels)}, got {item!r}")
+        key, value = parse_key_json(rest, flag=f"--set {label}:")
+        own[label][key] = value
     return own
 
 
@@ -398,7 +418,7 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
     that already has rows must have been run with the same settings, and no (algorithm, seed) may
     run twice (with ``resume`` such a pair is skipped instead).
     """
-    from benchmarks.harness.rows import read_rows
+    from rllib_ext.compare.rows import read_rows
 
     rows = read_rows(path)
     flag = "--resume" if resume else "--append"
@@ -439,7 +459,7 @@ def partial_dir(args, race: str, label: str, seed: int) -> str:
     return os.path.join(args.results_dir, args.benchmark, f"{race}.partial", safe, f"seed{seed}")
 
 
-def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float | None = None) -> RunRow:
+def run_one(entry: Entry, seed: int, args, race: str, log=logger.info, deadline: float | None = None) -> RunRow:
     """Trains one algorithm with one seed to the budget, evaluating on the way; returns its row.
 
     With a ``deadline`` (``time.perf_counter()`` value, from ``--stop-after-s``) the run pauses at
@@ -580,111 +600,113 @@ def run_one(entry: Entry, seed: int, args, race: str, log=print, deadline: float
     )
 
 
-def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks.harness.race",
-        description="Race algorithms with identical shared settings; append one row per run.",
-    )
-    p.add_argument(
-        "--algos",
-        nargs="+",
-        required=True,
-        metavar="[LABEL=]NAME",
-        help="registered names (rllib list), each optionally under a unique label naming the entry in --set, "
-        "the log and the rows, e.g. IMPACT_EXT APPO, or DFD+DSGD=DFD_EXT DFD+Adam=DFD_EXT",
-    )
-    p.add_argument("--env", required=True, help="gymnasium env id")
-    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    p.add_argument("--budget-env-steps", type=int, help="stop a run at this many env steps sampled")
-    p.add_argument("--budget-s", type=float, help="stop a run after this many seconds in train()")
-    p.add_argument("--eval-every-env-steps", type=int, required=True)
-    p.add_argument("--eval-episodes", type=int, default=5)
-    p.add_argument("--common", default="{}", help="JSON config applied to every algorithm (network, runners, sampler)")
-    p.add_argument("--set", action="append", default=[], metavar="LABEL:KEY=JSON", help="an entry's own setting")
-    p.add_argument(
-        "--variable", action="append", default=[], metavar="KEY", help="a setting the race varies on purpose"
-    )
-    p.add_argument(
-        "--record",
-        action="append",
-        default=[],
-        metavar="KEY",
-        help="a metric of the train() result kept at each evaluation point (row extra.recorded[KEY]), a "
-        "'/'-separated path: the black-box family logs under blackbox/ (e.g. blackbox/eta_u with "
-        "optimizer dsgd, blackbox/grad_norm, blackbox/update_index), RLlib's learners under "
-        "learners/default_policy/...",
-    )
-    p.add_argument("--target", type=float, help="return counted as solved (time and env steps to it are reported)")
-    p.add_argument("--benchmark", default="race", help="folder under benchmarks/results/")
-    p.add_argument("--race", help="race id and file name (default: the UTC date and time)")
-    p.add_argument("--results-dir", default=RESULTS_DIR)
-    p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all cores)")
-    p.add_argument("--threads", type=int, default=1, help="torch/OMP threads (driver, workers, torch_num_threads)")
-    p.add_argument(
-        "--append",
-        action="store_true",
-        help="add runs (more seeds, or more algorithms) to an existing race; refused unless the protocol, "
-        "the machine and each algorithm's settings equal its rows', and for an (algorithm, seed) that has a row",
-    )
-    p.add_argument(
-        "--stop-after-s",
-        type=float,
-        help="stop this invocation after this many seconds (wall clock, from its start): the run in progress "
-        "pauses at its next iteration, saving a checkpoint and its curve, and the exit status is 3; the same "
-        "command with --resume goes on (for machines that limit a command's time)",
-    )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="go on with a race: skip the (algorithm, seed) runs that have a row, resume a paused run from "
-        "its checkpoint, start the others; the same checks as --append",
-    )
-    p.add_argument(
-        "--other-machine",
-        action="store_true",
-        help="let --append/--resume join rows run on another machine (CPU model or core count): for a race "
-        "with an env-step budget alone. Each row keeps its machine; the report then calls the race comparable "
-        "per env step, and says its wall times are not",
-    )
-    p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
-    return p
+@dataclasses.dataclass
+class RaceSpec:
+    """What a race is and how this invocation runs it (``rllib race``'s options, checked by :func:`race_spec`).
+
+    Attributes:
+        algos: ``{label: registered name}`` in order (:func:`parse_algos`).
+        env: A gymnasium env id (or a name registered with Tune).
+        eval_every_env_steps: Env steps between evaluation points.
+        seeds: The evaluation seeds; runs interleave (for each seed, every entry in turn).
+        budget_env_steps: Stop a run at this many env steps sampled (every simulated step).
+        budget_s: Stop a run after this many seconds in ``train()``.
+        eval_episodes: Episodes (deterministic actions) per evaluation point.
+        common: Config applied to every entry (network, runners, ...).
+        variable: Settings the race varies on purpose.
+        record: ``train()`` metrics kept at each evaluation point ('/'-separated paths).
+        target: A return counted as solved (time and env steps to it are reported).
+        benchmark: The folder under ``results_dir``.
+        race: The race id and file name (None: the UTC date and time).
+        results_dir: Where the rows go.
+        num_cpus: CPUs of a local Ray the caller starts (None: all cores).
+        threads: torch/OMP threads (driver, workers, ``torch_num_threads``).
+        append: Add runs to an existing race (on equal terms).
+        resume: Go on with a race: skip runs that have a row, resume a paused one.
+        other_machine: Let ``append``/``resume`` join rows of another machine.
+        stop_after_s: Stop this invocation after this many seconds (a run in progress pauses).
+        dry_run: Check everything, run nothing.
+        command_line: The race's own command, recorded in each row (:func:`race_argv`).
+    """
+
+    algos: dict[str, str]
+    env: str
+    eval_every_env_steps: int
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2, 3, 4])
+    budget_env_steps: int | None = None
+    budget_s: float | None = None
+    eval_episodes: int = 5
+    common: dict[str, Any] = dataclasses.field(default_factory=dict)
+    variable: list[str] = dataclasses.field(default_factory=list)
+    record: list[str] = dataclasses.field(default_factory=list)
+    target: float | None = None
+    benchmark: str = "race"
+    race: str | None = None
+    results_dir: str = RESULTS_DIR
+    num_cpus: int | None = None
+    threads: int = 1
+    append: bool = False
+    resume: bool = False
+    other_machine: bool = False
+    stop_after_s: float | None = None
+    dry_run: bool = False
+    command_line: str = ""
 
 
-def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, dict[str, Any]]]:
-    parser = make_parser()
-    args = parser.parse_args(argv)
-    if args.budget_env_steps is None and args.budget_s is None:
-        parser.error("give --budget-env-steps and/or --budget-s")
-    if args.append and args.resume:
-        parser.error("--append and --resume exclude each other (--resume also adds new runs)")
-    if args.other_machine and not (args.append or args.resume):
-        parser.error("--other-machine goes with --append or --resume (it lets them join another machine's rows)")
-    if args.other_machine and args.budget_s is not None:
-        parser.error(
+def race_spec(
+    *, algos: Sequence[str], common: str = "{}", sets: Sequence[str] = (), **options: Any
+) -> tuple[RaceSpec, dict[str, dict[str, Any]]]:
+    """Checks a race's options and returns them as a :class:`RaceSpec` and each entry's own settings.
+
+    Args:
+        algos: ``[LABEL=]NAME`` items (:func:`parse_algos`).
+        common: The shared config as a JSON object.
+        sets: ``LABEL:KEY=JSON`` items, an entry's own settings (:func:`parse_own_settings`).
+        **options: The other fields of :class:`RaceSpec`.
+
+    Returns:
+        ``(spec, own)``, ``own`` as ``{label: {key: value}}``.
+
+    Raises:
+        RaceError: Naming the option at fault (no budget, a value <= 0, a repeated seed, flags that
+            exclude each other, bad JSON, a bad label).
+    """
+    spec = RaceSpec(algos={}, **options)
+    if spec.budget_env_steps is None and spec.budget_s is None:
+        raise RaceError("give --budget-env-steps and/or --budget-s")
+    if spec.append and spec.resume:
+        raise RaceError("--append and --resume exclude each other (--resume also adds new runs)")
+    if spec.other_machine and not (spec.append or spec.resume):
+        raise RaceError("--other-machine goes with --append or --resume (it lets them join another machine's rows)")
+    if spec.other_machine and spec.budget_s is not None:
+        raise RaceError(
             "--other-machine needs an env-step budget alone: with --budget-s a run's work depends on the machine"
         )
     for flag in ("budget_env_steps", "budget_s", "eval_every_env_steps", "eval_episodes", "threads", "stop_after_s"):
-        value = getattr(args, flag)
+        value = getattr(spec, flag)
         if value is not None and value <= 0:
-            parser.error(f"--{flag.replace('_', '-')} must be > 0, got {value}")
+            raise RaceError(f"--{flag.replace('_', '-')} must be > 0, got {value}")
     for flag in ("seeds", "record"):
-        if len(set(getattr(args, flag))) != len(getattr(args, flag)):
-            parser.error(f"--{flag} must not repeat")
-    args.algos = parse_algos(parser, args.algos)
+        if len(set(getattr(spec, flag))) != len(getattr(spec, flag)):
+            raise RaceError(f"--{flag} must not repeat")
+    spec.algos = parse_algos(algos)
     try:
-        args.common = json.loads(args.common)
+        spec.common = json.loads(common)
     except json.JSONDecodeError as e:
-        parser.error(f"--common is not JSON ({e.msg})")
-    if not isinstance(args.common, dict):
-        parser.error("--common must be a JSON object")
-    own = parse_own_settings(parser, args.set, list(args.algos))
-    args.command_line = "python -m benchmarks.harness.race " + " ".join(_quote(a) for a in race_argv(argv))
-    return args, own
+        raise RaceError(f"--common is not JSON ({e.msg})") from None
+    if not isinstance(spec.common, dict):
+        raise RaceError("--common must be a JSON object")
+    return spec, parse_own_settings(sets, list(spec.algos))
+
+
+def command_line(prog: str, argv: Sequence[str]) -> str:
+    """The command recorded in each row: ``prog`` and ``argv`` less the invocation flags (:func:`race_argv`)."""
+    return f"{prog} " + " ".join(_quote(a) for a in race_argv(argv))
 
 
 #: Flags of how one invocation ran, not of the race: left out of the recorded command. Where this
-#: machine kept the rows (they are copied into benchmarks/results/, where the command without it
-#: writes) and how a long race was split into chunks (the command without them runs it whole).
+#: machine kept the rows (they are copied to where the command without it writes) and how a long
+#: race was split into chunks (the command without them runs it whole).
 _INVOCATION_FLAGS = {"--results-dir": 1, "--stop-after-s": 1, "--resume": 0, "--dry-run": 0, "--other-machine": 0}
 
 
@@ -719,78 +741,106 @@ def _remove_paused(root: str, where: str) -> None:
             return
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 for bad input, found before any run; 3 when
-    ``--stop-after-s`` stopped it before the race was complete)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args, own = parse_args(argv)
-    deadline = None if args.stop_after_s is None else time.perf_counter() + args.stop_after_s
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+@dataclasses.dataclass
+class Prepared:
+    """A race checked and planned (:func:`prepare`), ready to :func:`run`.
+
+    Attributes:
+        spec: The race's options.
+        entries: Each entry's class, validated config and settings, in ``spec.algos`` order.
+        race: The race id.
+        out: The rows file, ``<results_dir>/<benchmark>/<race>.jsonl``.
+        done: The (label, seed) pairs that already have a row (``append``/``resume``).
+    """
+
+    spec: RaceSpec
+    entries: list[Entry]
+    race: str
+    out: str
+    done: set[tuple[str, int]]
+
+    @property
+    def paused_root(self) -> str:
+        """Where paused runs keep their checkpoints: ``<results_dir>/<benchmark>/<race>.partial``."""
+        return os.path.join(self.spec.results_dir, self.spec.benchmark, f"{self.race}.partial")
+
+    def plan_lines(self) -> list[str]:
+        """The plan in words: each entry's own settings, then the shared and execution settings."""
+        spec = self.spec
+        # An execution setting the race varies on purpose (--variable) is shown as the entry's own.
+        not_own = {*spec.common, *(set(EXECUTION_KEYS) - set(spec.variable)), "threads", "registered_algorithm"}
+        lines = []
+        for e in self.entries:
+            own_text = ", ".join(f"{k}: {e.settings[k]!r}" for k in sorted(set(e.settings) - not_own))
+            lines.append(f"{e.label} ({e.registered}): own settings {{{own_text}}}")
+        execution = {k: self.entries[0].settings[k] for k in EXECUTION_KEYS}
+        lines.append(f"shared settings {json.dumps(spec.common, sort_keys=True)}; execution {json.dumps(execution)}")
+        return lines
+
+
+def prepare(spec: RaceSpec, own: dict[str, dict[str, Any]]) -> Prepared:
+    """Every check of a race that needs no Ray: the rows file, paused runs, each entry's config, like
+    with like (:func:`plan`), and an existing race's terms (:func:`check_append`).
+
+    Raises:
+        RaceError: Naming what is wrong.
+    """
+    race = spec.race or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
+    out = os.path.join(spec.results_dir, spec.benchmark, f"{race}.jsonl")
+    prepared = Prepared(spec, [], race, out, set())
+    if os.path.exists(out) and not (spec.append or spec.resume):
+        raise RaceError(f"{out} exists: give another --race (or --append to add runs to it, --resume to go on)")
+    if spec.append and not os.path.exists(out):
+        raise RaceError(f"--append: {out} does not exist")
+    if os.path.exists(prepared.paused_root) and not spec.resume:
+        raise RaceError(f"{prepared.paused_root} holds paused runs: go on with --resume (or delete it)")
+    prepared.entries = plan(spec, own)
+    if os.path.exists(out) and (spec.append or spec.resume):
+        prepared.done = check_append(out, prepared.entries, spec, resume=spec.resume)
+    return prepared
+
+
+def set_threads(threads: int) -> None:
+    """torch's threads in this process and ``OMP_NUM_THREADS`` of the workers: call it before
+    ``ray.init``, whose workers inherit the variable."""
+    os.environ["OMP_NUM_THREADS"] = str(threads)
     import torch
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(threads)
+
+
+def run(prepared: Prepared, log: Callable[[str], None] = logger.info) -> str:
+    """Runs a prepared race's missing runs, interleaved, appending each finished run's row.
+
+    Ray must be running (a caller's ``ray.init``, after :func:`set_threads`); torch's threads are
+    set to ``spec.threads``.
+
+    Args:
+        prepared: From :func:`prepare`.
+        log: Gets one line per evaluation point and per run.
+
+    Returns:
+        The rows file.
+
+    Raises:
+        RaceError: When an entry needs more CPUs than Ray has, or a paused run cannot be resumed.
+        RunPaused: When ``spec.stop_after_s`` passed before the race was complete.
+    """
+    spec, entries = prepared.spec, prepared.entries
+    deadline = None if spec.stop_after_s is None else time.perf_counter() + spec.stop_after_s
+    set_threads(spec.threads)
     logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
-    race = args.race or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%SZ")
-    out = os.path.join(args.results_dir, args.benchmark, f"{race}.jsonl")
-    paused_root = os.path.join(args.results_dir, args.benchmark, f"{race}.partial")
-    done: set[tuple[str, int]] = set()
-    try:
-        if os.path.exists(out) and not (args.append or args.resume):
-            raise RaceError(f"{out} exists: give another --race (or --append to add runs to it, --resume to go on)")
-        if args.append and not os.path.exists(out):
-            raise RaceError(f"--append: {out} does not exist")
-        if os.path.exists(paused_root) and not args.resume:
-            raise RaceError(f"{paused_root} holds paused runs: go on with --resume (or delete it)")
-        entries = plan(args, own)
-        if os.path.exists(out) and (args.append or args.resume):
-            done = check_append(out, entries, args, resume=args.resume)
-    except RaceError as e:
-        print(f"race: error: {e}", file=sys.stderr)
-        return 2
-    # An execution setting the race varies on purpose (--variable) is shown as the entry's own.
-    not_own = {*args.common, *(set(EXECUTION_KEYS) - set(args.variable)), "threads", "registered_algorithm"}
-    for e in entries:
-        own_text = ", ".join(f"{k}: {e.settings[k]!r}" for k in sorted(set(e.settings) - not_own))
-        print(f"race: {e.label} ({e.registered}): own settings {{{own_text}}}")
-    execution = {k: entries[0].settings[k] for k in EXECUTION_KEYS}
-    print(f"race: shared settings {json.dumps(args.common, sort_keys=True)}; execution {json.dumps(execution)}")
-    if args.dry_run:
-        return 0
-
-    import ray
-
-    import rllib_ext  # noqa: F401 - registers the names (and again after ray.init)
-
-    started = not ray.is_initialized()  # a running Ray (a test session's) is reused, and left running
-    if started:
-        ray.init(address="local", num_cpus=args.num_cpus, include_dashboard=False, logging_level=logging.WARNING)
-    try:
-        check_resources(entries)
-        print(f"race: {len(args.seeds)} seeds x {len(entries)} algorithms -> {out}", flush=True)
-        ran = False  # an invocation always trains (at least one iteration of) one run: progress
-        for seed in args.seeds:
-            for entry in entries:
-                if (entry.label, seed) in done:
-                    continue
-                if ran and deadline is not None and time.perf_counter() >= deadline:
-                    raise RunPaused(out)  # no new run past the deadline
-                ran = True
-                row = run_one(entry, seed, args, race, log=lambda line: print(line, flush=True), deadline=deadline)
-                append_row(out, row)
-                _remove_paused(paused_root, partial_dir(args, race, entry.label, seed))
-    except RunPaused:
-        print(f"race: stopped after {args.stop_after_s:g} s; go on with --resume", flush=True)
-        return 3
-    except RaceError as e:
-        print(f"race: error: {e}", file=sys.stderr)
-        return 2
-    finally:
-        if started:
-            ray.shutdown()
-    print(f"race: wrote {out}; make bench-report draws it")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    check_resources(entries)
+    log(f"{len(spec.seeds)} seeds x {len(entries)} algorithms -> {prepared.out}")
+    ran = False  # an invocation always trains (at least one iteration of) one run: progress
+    for seed in spec.seeds:
+        for entry in entries:
+            if (entry.label, seed) in prepared.done:
+                continue
+            if ran and deadline is not None and time.perf_counter() >= deadline:
+                raise RunPaused(prepared.out)  # no new run past the deadline
+            ran = True
+            row = run_one(entry, seed, spec, prepared.race, log=log, deadline=deadline)
+            append_row(prepared.out, row)
+            _remove_paused(prepared.paused_root, partial_dir(spec, prepared.race, entry.label, seed))
+    return prepared.out

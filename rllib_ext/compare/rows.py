@@ -1,8 +1,9 @@
-"""Benchmark results as data: one :class:`RunRow` per run, one JSON line per row.
+"""Race results as data: one :class:`RunRow` per run, one JSON line per row.
 
-A race writes ``benchmarks/results/<benchmark>/<race>.jsonl`` (one file per race, one line per
-run); ``benchmarks/harness/report.py`` reads every file under ``benchmarks/results/`` and draws
-the figures and the summary table from the rows alone.
+A race (``rllib race``) writes ``<results-dir>/<benchmark>/<race>.jsonl`` (one file per race, one
+line per run); ``rllib report`` (:mod:`rllib_ext.compare.report`) reads every file under the
+results folder and draws the figures and the summary table from the rows alone. The project's own
+rows are under ``benchmarks/results/`` (``make bench-report``).
 
 A row holds what is needed to judge and repeat the run: the algorithm, env and seed, every setting
 the race applied (``settings``; the keys the race holds identical across its algorithms are
@@ -123,7 +124,7 @@ class RunRow:
     """One run of one algorithm with one seed in one race.
 
     Attributes:
-        benchmark: Name of the benchmark (the folder under ``benchmarks/results/``).
+        benchmark: Name of the benchmark (the folder under the results folder).
         race: Id of the race the run belongs to (the runs compared with each other).
         algorithm: The race's label of the algorithm, e.g. ``"IMPACT_EXT"`` or ``"DFD+DSGD"``: its
             registered name unless the race raced variants of one algorithm under labels (the
