@@ -55,7 +55,8 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
 # make bench-report: every figure (docs/results/*.png) and the summary table in benchmarks/RESULTS.md,
-# regenerated from the committed rows under benchmarks/results/ (benchmarks/harness/report.py).
+# regenerated from the committed rows under benchmarks/results/ (benchmarks/harness/report.py, on
+# rllib_ext/compare/report.py: what `rllib report` draws for anyone's races).
 .PHONY: bench-report
 bench-report: $(STAMP)
 	$(BIN)/python -m benchmarks.harness.report
