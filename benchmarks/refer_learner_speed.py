@@ -38,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from benchmarks.harness.rows import Machine, append_measurement, git_commit
+from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
 #: Settings per learner as benchmarks/refer.py's (γ 0.99; App. A learning rates ×10 for DDPG, NAF).
 OVERRIDES = {
