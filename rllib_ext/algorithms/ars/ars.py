@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import torch
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
 
@@ -34,6 +33,7 @@ from rllib_ext.algorithms.es.es import ES, ESConfig
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
 from rllib_ext.common.blackbox.shaping import shape_returns
 from rllib_ext.common.validation import is_integer, is_number
+from rllib_ext.settings import Setting, changed
 
 
 class ARSConfig(ESConfig):
@@ -49,36 +49,63 @@ class ARSConfig(ESConfig):
     Versions: V1 = ``observation_filter=False``; V2 = ``observation_filter=True``; V1-t / V2-t:
     ``top_directions`` < ``num_directions`` (:attr:`ars_version` names the one configured).
 
-    Args (``training()``):
-        num_directions: N, directions sampled per update. The batch is the 2N rows of an
-            antithetic sampler, so ``episodes_per_batch`` is 2N: setting it sets N = it/2, and an
-            ``episodes_per_batch`` that is not 2·``num_directions`` is rejected by ``validate()``.
-        top_directions: b, the directions with the largest max(r⁺, r⁻) used in the update
-            (1 ≤ b ≤ N); None uses all N (V1/V2).
-        zero_init: Start from a zero output layer: for the linear policy M_0 = 0 (Algorithm 2's
-            initialization); with hidden layers only the last layer is zeroed.
-
     Example:
         >>> from rllib_ext import ARSConfig
         >>> config = ARSConfig().environment("Pendulum-v1").training(num_directions=16, top_directions=4)
     """
 
+    SETTINGS = {
+        "num_directions": Setting(
+            8,
+            int,
+            ge=1,
+            symbol="N",
+            source="1–60 per task (tables)",
+            doc="directions per update; the batch is 2N episodes",
+        ),
+        "episodes_per_batch": changed(  # checked through num_directions (validate() checks what was given)
+            default=16,
+            kind=None,
+            symbol="2N",
+            source="—",
+            doc="derived: 2·`num_directions`; setting it sets N, a value that is not 2N is rejected",
+        ),
+        "top_directions": Setting(
+            None,
+            int,
+            ge=1,
+            also=(None,),
+            symbol="b",
+            source="b ≤ N (tables)",
+            doc="directions used in the step (step 6)",
+            shown="None (= N)",
+        ),
+        "zero_init": Setting(
+            True,
+            bool,
+            symbol="M_0 = 0",
+            source="M_0 = 0 (Algorithm 2)",
+            doc="zero the output layer (all of M for the linear policy)",
+        ),
+        "lr": changed(default=0.02, symbol="α", source="0.01–0.03 (tables)", doc="step size of the `sgd` step"),
+        "noise_stdev": changed(default=0.03, symbol="ν", source="0.0075–0.03 (tables)", doc="perturbation M ± ν·δ"),
+        "optimizer": changed(default="sgd", source="plain step (step 7)", doc="any `rllib_ext.optim` name works"),
+        "return_shaping": changed(
+            default="none",
+            source="raw returns",
+            doc="others are accepted (not ARS): applied to all 2N returns before selection",
+        ),
+        "sampler": changed(source="± pairs (step 5)", doc="the only one accepted"),
+        "policy_hiddens": changed(default=[], source="linear policy", doc="a = clip(M·s + c) in half-range units"),
+        "policy_head": changed(default="linear", source="linear policy", doc="a = clip(M·s + c) in half-range units"),
+        "observation_filter": changed(source="V2 (step 8)", doc="False: V1"),
+        "obs_clip": changed(default=None, source="no clipping", doc="clip standardized states (engine setting)"),
+        "eval_episodes": changed(source="—", doc="episodes of the unperturbed M per update"),
+    }
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or ARS)
-        self.num_directions = 8
         self._episodes_per_batch_given = None  # what a user set episodes_per_batch to, if anything
-        self.top_directions = None
-        self.zero_init = True
-        self.noise_stdev = 0.03
-        self.sampler = "antithetic"
-        self.return_shaping = "none"
-        self.optimizer = "sgd"
-        self.lr = 0.02
-        self.policy_hiddens = []
-        self.policy_head = "linear"
-        self.observation_filter = True
-        self.obs_clip = None
-        self.eval_episodes = 0
 
     @property
     def episodes_per_batch(self):
@@ -102,36 +129,23 @@ class ARSConfig(ESConfig):
         return ("V2" if self.observation_filter else "V1") + ("-t" if truncated else "")
 
     @override(BlackBoxConfig)
-    def training(
-        self,
-        *,
-        num_directions=NotProvided,
-        top_directions=NotProvided,
-        zero_init=NotProvided,
-        **kwargs,
-    ) -> ARSConfig:
-        super().training(**kwargs)
-        self._set_provided(num_directions=num_directions, top_directions=top_directions, zero_init=zero_init)
-        return self
-
-    @override(BlackBoxConfig)
     def validate(self) -> None:
-        # ARS's own settings first: the engine's checks read episodes_per_batch, which is 2N.
-        n, b = self.num_directions, self.top_directions
+        # What was given for episodes_per_batch first: the engine's checks read 2N. The table
+        # checks N and b (super), then the rules between them.
         given = self._episodes_per_batch_given
         if given is not None and not (is_integer(given) and given >= 2 and given % 2 == 0):
             self._value_error(
                 f"episodes_per_batch is 2·num_directions for ARS_EXT (N antithetic pairs), an even integer "
                 f">= 2; got episodes_per_batch={given!r}: set num_directions (N) instead"
             )
-        if not (is_integer(n) and n >= 1):
-            self._value_error(f"num_directions (N) must be an integer >= 1, got {n!r}")
+        super().validate()
+        n, b = self.num_directions, self.top_directions
         if given is not None and given != 2 * n:
             self._value_error(
                 f"episodes_per_batch is 2·num_directions for ARS_EXT (N antithetic pairs); got "
                 f"episodes_per_batch={given!r} with num_directions={n!r}: set num_directions (N) only"
             )
-        if b is not None and not (is_integer(b) and 1 <= b <= n):
+        if b is not None and b > n:
             self._value_error(
                 f"top_directions (b) must be None (all N) or an integer in [1, num_directions={n}], got {b!r}"
             )
@@ -141,9 +155,6 @@ class ARSConfig(ESConfig):
                 f"max(r+, r−)), got sampler={self.sampler!r}"
                 + (", sampler_antithetic=False" if self.sampler_antithetic is False else "")
             )
-        if not isinstance(self.zero_init, bool):
-            self._value_error(f"zero_init must be True or False, got {self.zero_init!r}")
-        super().validate()
 
     @property
     def top_b(self) -> int:

@@ -42,100 +42,68 @@ from typing import Any
 import numpy as np
 import ray
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BLACKBOX
 from rllib_ext.common.blackbox.protocol import IndividualJob
 from rllib_ext.common.erl import ERLAlgorithm, ERLConfig, ERLResult
 from rllib_ext.common.erl.population import SepCEM
+from rllib_ext.settings import Setting, changed
 
 MODES = ("serial", "parallel")
 
 
 class CEMRLConfig(ERLConfig):
-    """CEMRL_EXT's settings (CEM-RL's defaults; the ERL ones in :class:`ERLConfig`).
+    """CEMRL_EXT's settings (CEM-RL's defaults; the ERL ones in :class:`ERLConfig`)."""
 
-    Attributes set through :meth:`training`:
-        mode: ``"serial"`` (CEM-RL) or ``"parallel"`` (P-CEM-RL).
-        population_size: Individuals per generation (10); rl_population: RL ones (5).
-        num_elites: K_e (None: half the population); cem_weights: ``"log"`` | ``"equal"``.
-        damp_init, damp_limit, damp_tau: ε's schedule ε ← τ·ε + (1 − τ)·ε_limit per generation
-            (1e-3, 1e-5, 0.95: apourchot ``ES.py`` ``sepCEM``; aes-rl's CEM-RL decays with 0.90).
-        antithetic: ± pairs (True).
-        max_retries: Re-runs of an individual whose episode failed.
-    """
+    SETTINGS = {
+        "mode": Setting("serial", choices=MODES, doc="`serial` (CEM-RL) or `parallel` (P-CEM-RL)"),
+        "population_size": Setting(10, int, ge=2, source="10", doc="individuals per generation"),
+        "rl_population": Setting(5, int, ge=0, source="5 (half)", doc="RL individuals per generation"),
+        "num_elites": Setting(
+            None, int, ge=1, also=(None,), symbol="K_e", shown="None (half the population)", doc="elites of sep-CEM"
+        ),
+        "cem_weights": Setting(
+            "log",
+            choices=("log", "equal"),
+            symbol="λ_i",
+            source="`log` (Eq. 1)",
+            doc="`log` (log(1 + K_e)/i, normalised) or `equal`",
+        ),
+        "damp_init": Setting(
+            1e-3, float, ge=0, symbol="ε", source="Eq. 1–2", doc="initial ε, added to σ² (apourchot `sepCEM`)"
+        ),
+        "damp_limit": Setting(1e-5, float, ge=0, symbol="ε_limit", source="Eq. 1–2", doc="the limit ε decays to"),
+        "damp_tau": Setting(
+            0.95,
+            float,
+            ge=0,
+            le=1,
+            symbol="τ",
+            source="apourchot 0.95, aes-rl 0.90",
+            doc="ε ← τ·ε + (1 − τ)·ε_limit per generation, before it is added",
+        ),
+        "antithetic": Setting(True, bool, doc="± pairs"),
+        "max_retries": Setting(2, int, ge=0, doc="re-runs of a failed episode before fitness −inf"),
+        "rl_batch_size": changed(default=100, source="100 (CEM-RL)"),
+        "rl_actor_steps": changed(
+            source="last generation's env steps (CEM-RL)", doc="TD3 actor steps per RL individual"
+        ),
+        "num_env_runners": changed(default=1, doc="runners (`serial` uses one at a time)"),
+    }
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or CEMRL)
-        self.mode = "serial"
-        self.population_size = 10
-        self.rl_population = 5
-        self.num_elites = None
-        self.cem_weights = "log"
-        self.damp_init = 1e-3
-        self.damp_limit = 1e-5
-        self.damp_tau = 0.95
-        self.antithetic = True
-        self.max_retries = 2
-        self.rl_batch_size = 100  # CEM-RL
-        self.num_env_runners = 1
-
-    @override(ERLConfig)
-    def training(
-        self,
-        *,
-        mode=NotProvided,
-        population_size=NotProvided,
-        rl_population=NotProvided,
-        num_elites=NotProvided,
-        cem_weights=NotProvided,
-        damp_init=NotProvided,
-        damp_limit=NotProvided,
-        damp_tau=NotProvided,
-        antithetic=NotProvided,
-        max_retries=NotProvided,
-        **kwargs,
-    ) -> CEMRLConfig:
-        super().training(**kwargs)
-        self._set_provided(
-            mode=mode,
-            population_size=population_size,
-            rl_population=rl_population,
-            num_elites=num_elites,
-            cem_weights=cem_weights,
-            damp_init=damp_init,
-            damp_limit=damp_limit,
-            damp_tau=damp_tau,
-            antithetic=antithetic,
-            max_retries=max_retries,
-        )
-        return self
 
     @override(ERLConfig)
     def validate(self) -> None:
         super().validate()
-        if self.mode not in MODES:
-            self._value_error(f"unknown mode {self.mode!r}; valid: {', '.join(MODES)}")
-        if not (isinstance(self.population_size, int) and self.population_size >= 2):
-            self._value_error(f"population_size must be an integer >= 2, got {self.population_size!r}")
         if self.antithetic and self.population_size % 2:
             self._value_error(f"antithetic sampling needs an even population_size, got {self.population_size}")
-        if not (isinstance(self.rl_population, int) and 0 <= self.rl_population <= self.population_size):
+        if self.rl_population > self.population_size:
             self._value_error(f"rl_population must be an integer in [0, population_size], got {self.rl_population!r}")
-        if self.num_elites is not None and not (
-            isinstance(self.num_elites, int) and 1 <= self.num_elites <= self.population_size
-        ):
+        if self.num_elites is not None and self.num_elites > self.population_size:
             self._value_error(f"num_elites must be None or an integer in [1, population_size], got {self.num_elites!r}")
-        if self.cem_weights not in ("log", "equal"):
-            self._value_error(f"unknown cem_weights {self.cem_weights!r}; valid: 'log', 'equal'")
-        for name in ("damp_init", "damp_limit"):
-            if not (isinstance(getattr(self, name), (int, float)) and getattr(self, name) >= 0):
-                self._value_error(f"{name} must be >= 0, got {getattr(self, name)!r}")
-        if not (isinstance(self.damp_tau, (int, float)) and 0 <= self.damp_tau <= 1):
-            self._value_error(f"damp_tau must be in [0, 1], got {self.damp_tau!r}")
-        if not (isinstance(self.max_retries, int) and self.max_retries >= 0):
-            self._value_error(f"max_retries must be an integer >= 0, got {self.max_retries!r}")
 
     def make_population(self, mu: np.ndarray) -> SepCEM:
         """The sep-CEM population over μ_0 with these settings (Eq. 1–2, ``cem_variance``)."""

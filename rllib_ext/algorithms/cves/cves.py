@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.cves import cves_learner as cv
@@ -45,6 +44,7 @@ from rllib_ext.algorithms.es.es import ES
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
 from rllib_ext.common.blackbox.samplers import make_sampler
 from rllib_ext.common.policies import DETERMINISTIC_HEADS
+from rllib_ext.settings import Setting, changed
 
 
 class CVESConfig(BlackBoxConfig):
@@ -57,118 +57,76 @@ class CVESConfig(BlackBoxConfig):
     ``gamma`` setting) is 0.995 and frozen, not the paper's 0.99 adapted (see ``adapt_gamma``);
     ``configs/cves.yaml`` sets the paper's.
 
-    Args (``training()``):
-        control_variate: Use ĝ^cv (Eq. 8); False gives the ES baseline with the same policy and
-            runners that skip the policy gradients.
-        eta_lr: α_η, step of the η update (Eq. 9); the paper picks from {1e-3, 1e-4, 1e-5}.
-            0 freezes η at ``eta_init``.
-        eta_init: Initial value of every coordinate of η (0: start as plain ES).
-        adapt_gamma: Adapt γ = 1 − exp(φ) by ES on the variance (App. C.1), starting from
-            ``gamma``. False (default) freezes γ, which App. C.1 allows ("sometimes we find it
-            effective to just set γ to be the initial constant"): one ĝ^pg pass and one d-vector
-            per episode instead of 1 + N_φ. The adaptation minimizes F(γ) = ‖ĝ^cv(γ)‖², which on
-            Pendulum falls monotonically up to γ = 1 once η < 0, so it only walks γ to
-            ``gamma_max`` (in 5–7 updates, Pendulum seeds 0–4); the frozen default sits there.
-        gamma_max: The largest γ, frozen or adapted (default 0.995; at most 0.9999).
-            F(γ) = ‖ĝ^cv(γ)‖² keeps falling as γ → 1 once η → −1 (the estimator becomes
-            undiscounted REINFORCE), which §3.2 warns against ("set γ < 1 to stabilize the pg
-            components"); the paper's runs start at 0.99 and give no bound.
-        pg_baseline: ``"previous_batch"`` (default): ĝ^pg's weights minus the previous batch's
-            mean weights per time step (unbiased; cves_learner "Baseline"); ``"none"``: Eq. 5.
-        phi_lr: α_φ (App. C.1: {1e-4, 1e-5, 1e-6}).
-        phi_noise_stdev: σ_φ (App. C.1: 0.02).
-        phi_num_perturbations: N_φ (App. C.1: 10), in antithetic pairs (even).
-
     Example:
         >>> from rllib_ext import CVESConfig
         >>> config = CVESConfig().environment("Pendulum-v1").training(eta_lr=1e-4)
     """
 
-    # The black-box family's, except `gamma`: γ discounts the policy-gradient control variate.
-    unused_settings = {k: v for k, v in BlackBoxConfig.unused_settings.items() if k != "gamma"}
+    SETTINGS = {
+        "control_variate": Setting(True, bool, doc="use ĝ^cv (Eq. 8); False: ES baseline"),
+        "eta_lr": Setting(1e-4, float, ge=0, symbol="α_η", doc="step of the η update (Eq. 9)"),
+        "eta_init": Setting(0.0, float, doc="initial η (0: start as plain ES)"),
+        # The black-box family does not read γ; here it discounts the policy-gradient control variate.
+        "gamma": Setting(
+            cv.DEFAULT_GAMMA_MAX,  # 0.995: where App. C.1's adaptation from 0.99 ends (adapt_gamma)
+            float,
+            ge=0,
+            le=1,
+            rllib=True,
+            symbol="γ",
+            doc="discount of the control variate (RLlib's setting; the paper starts at 0.99)",
+        ),
+        "adapt_gamma": Setting(
+            False,
+            bool,
+            doc="adapt γ = 1 − exp(φ) from `gamma` (App. C.1); False: γ frozen, one ĝ^pg per episode",
+        ),
+        "gamma_max": Setting(
+            cv.DEFAULT_GAMMA_MAX,
+            float,
+            gt=cv.GAMMA_MIN,
+            le=cv.GAMMA_MAX,
+            doc="the largest γ, frozen or adapted (not in the paper)",
+        ),
+        "pg_baseline": Setting(
+            "previous_batch",
+            choices=cv.PG_BASELINES,
+            doc="baseline of ĝ^pg: the previous batch's mean weight per time step; `none` = Eq. 5",
+        ),
+        "phi_lr": Setting(1e-5, float, ge=0, symbol="α_φ", doc="φ step"),
+        "phi_noise_stdev": Setting(0.02, float, gt=0, symbol="σ_φ", doc="φ perturbation scale"),
+        "phi_num_perturbations": Setting(10, int, ge=2, symbol="N_φ", doc="φ perturbations (antithetic, even)"),
+        "noise_stdev": changed(source="0.02 (§4)"),
+        "episodes_per_batch": changed(default=10, symbol="—", doc="2N rollouts, N = 5 antithetic directions"),
+        "sampler": changed(source="antithetic (§4)"),
+        "return_shaping": changed(default="standardize", choices=cv.SHAPINGS, doc="App. C.2"),
+        "optimizer": changed(source="Adam (§4)"),
+        "lr": changed(symbol="—", source="0.01 (§4)"),
+        "policy_hiddens": changed(default=[32, 32], source="2×32 (§4)"),
+        "policy_activation": changed(default="relu", source="ReLU (§4)"),
+        "policy_head": changed(default="gaussian", doc="state-independent diagonal σ0"),
+        "explore_perturbations": changed(default=True, source="a stochastic policy (§3.2)"),
+        "observation_filter": changed(default=False, source="no observation normalization (§4)"),
+        "eval_episodes": changed(source="—"),
+    }
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or CVES)
-        self.noise_stdev = 0.02
-        self.episodes_per_batch = 10
-        self.sampler = "antithetic"
-        self.return_shaping = "standardize"
-        self.optimizer = "adam"
-        self.lr = 0.01
-        self.policy_hiddens = [32, 32]
-        self.policy_activation = "relu"
-        self.policy_head = "gaussian"
-        self.explore_perturbations = True
-        self.observation_filter = False
-        self.eval_episodes = 0
-        self.gamma = cv.DEFAULT_GAMMA_MAX  # 0.995: where App. C.1's adaptation from 0.99 ends (adapt_gamma)
-        self.control_variate = True
-        self.eta_lr = 1e-4
-        self.eta_init = 0.0
-        self.adapt_gamma = False
-        self.gamma_max = cv.DEFAULT_GAMMA_MAX
-        self.pg_baseline = "previous_batch"
-        self.phi_lr = 1e-5
-        self.phi_noise_stdev = 0.02
-        self.phi_num_perturbations = 10
         self.env_runner_cls = CVESEnvRunner
-
-    @override(BlackBoxConfig)
-    def training(
-        self,
-        *,
-        control_variate=NotProvided,
-        eta_lr=NotProvided,
-        eta_init=NotProvided,
-        adapt_gamma=NotProvided,
-        gamma_max=NotProvided,
-        pg_baseline=NotProvided,
-        phi_lr=NotProvided,
-        phi_noise_stdev=NotProvided,
-        phi_num_perturbations=NotProvided,
-        **kwargs,
-    ) -> CVESConfig:
-        super().training(**kwargs)
-        self._set_provided(
-            control_variate=control_variate,
-            eta_lr=eta_lr,
-            eta_init=eta_init,
-            adapt_gamma=adapt_gamma,
-            gamma_max=gamma_max,
-            pg_baseline=pg_baseline,
-            phi_lr=phi_lr,
-            phi_noise_stdev=phi_noise_stdev,
-            phi_num_perturbations=phi_num_perturbations,
-        )
-        return self
 
     @override(BlackBoxConfig)
     def validate(self) -> None:
         super().validate()
-        if self.return_shaping not in cv.SHAPINGS:
-            self._value_error(
-                f"CVES_EXT return_shaping must be one of {', '.join(cv.SHAPINGS)}, got {self.return_shaping!r}"
-            )
         if not (isinstance(self.env_runner_cls, type) and issubclass(self.env_runner_cls, CVESEnvRunner)):
             self._value_error(
                 f"CVES_EXT needs env_runner_cls to be a CVESEnvRunner (subclass), got {self.env_runner_cls!r}"
             )
-        if not (isinstance(self.gamma_max, (int, float)) and cv.GAMMA_MIN < self.gamma_max <= cv.GAMMA_MAX):
-            self._value_error(f"gamma_max must be in ({cv.GAMMA_MIN}, {cv.GAMMA_MAX}], got {self.gamma_max!r}")
         if not cv.GAMMA_MIN <= self.gamma <= self.gamma_max:
             self._value_error(
                 f"gamma (γ) must be in [{cv.GAMMA_MIN}, gamma_max={self.gamma_max}] (γ = 1 − exp(φ)), got {self.gamma}"
             )
-        if self.pg_baseline not in cv.PG_BASELINES:
-            self._value_error(f"pg_baseline must be one of {', '.join(cv.PG_BASELINES)}, got {self.pg_baseline!r}")
-        for name in ("eta_lr", "phi_lr"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and value >= 0):
-                self._value_error(f"{name} must be a number >= 0, got {value!r}")
-        if not (isinstance(self.phi_noise_stdev, (int, float)) and self.phi_noise_stdev > 0):
-            self._value_error(f"phi_noise_stdev (σ_φ) must be > 0, got {self.phi_noise_stdev!r}")
         n_phi = self.phi_num_perturbations
-        if not (isinstance(n_phi, int) and n_phi >= 2 and n_phi % 2 == 0):
+        if n_phi % 2:
             self._value_error(
                 f"phi_num_perturbations (N_φ) must be an even integer >= 2 (antithetic pairs), got {n_phi!r}"
             )

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.dfd.dfd_learner import ParameterHistory, ReturnBuffer, dfd_gradient
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
+from rllib_ext.settings import Setting, changed
 
 # Perturbation ids per update: (batch seed of u, JOB_ROWS, running index).
 JOB_ROWS = 1 << 20
@@ -42,34 +42,26 @@ class DFDConfig(BlackBoxConfig):
     the optimizer (Adam, not DSGD) and the policy head (deterministic, not the 2A Gaussian) do not:
     ``configs/dfd.yaml`` sets Table 3's and says why each differs.
 
-    Args (``training()``):
-        u_max: U_max, the largest delay n_i whose return is still used (Table 3: 3).
-        delayed_returns: True: DFD (Eq. 18); False: the FD ablation (Eq. 10), delayed returns
-            dropped.
-
     Rewards are standardized per batch by Algorithm 1 itself, so ``return_shaping`` is fixed to
     ``standardize``; the sampler defaults to i.i.d. Gaussian ε (Algorithm 2).
     """
 
+    SETTINGS = {
+        "u_max": Setting(
+            3, float, gt=0, symbol="U_max", source="3 (Table 3)", doc="largest delay n_i whose return is still used"
+        ),
+        "delayed_returns": Setting(True, bool, doc="True: DFD (Eq. 18); False: FD ablation (Eq. 10)"),
+        "sampler": changed(default="gaussian", doc="i.i.d. Gaussian ε (Algorithm 2)"),
+        "return_shaping": changed(default="standardize", doc="fixed: Algorithm 1 standardizes per batch"),
+        "perturbations_per_call": changed(default=1, doc="perturbations per remote call"),
+    }
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or DFD)
-        self.u_max = 3
-        self.delayed_returns = True
-        self.sampler = "gaussian"
-        self.return_shaping = "standardize"
-        self.perturbations_per_call = 1
-
-    @override(BlackBoxConfig)
-    def training(self, *, u_max=NotProvided, delayed_returns=NotProvided, **kwargs) -> DFDConfig:
-        super().training(**kwargs)
-        self._set_provided(u_max=u_max, delayed_returns=delayed_returns)
-        return self
 
     @override(BlackBoxConfig)
     def validate(self) -> None:
         super().validate()
-        if not (isinstance(self.u_max, (int, float)) and self.u_max > 0):
-            self._value_error(f"u_max (U_max) must be a number > 0, got {self.u_max!r}")
         if self.sampler not in ("gaussian", "antithetic", "gcmc"):
             # DFD draws an open-ended stream of perturbations per update; these samplers
             # regenerate any row in O(d) (orthogonal/QMC build blocks of a fixed batch).

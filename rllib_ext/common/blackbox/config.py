@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
@@ -25,11 +24,11 @@ from rllib_ext.common.validation import (
     check_finite_settings,
     check_model_config_keys,
     check_optimizer,
-    check_unused_settings,
     check_user_module,
     check_vector_spaces,
     env_spaces,
 )
+from rllib_ext.settings import Configurable, Setting, unused
 
 #: RLlib settings the black-box algorithms never read (their runners play whole episodes in a
 #: plain loop, without RLlib's connector pipelines; their update is an optimizer step along an
@@ -66,7 +65,7 @@ UNUSED_RLLIB_SETTINGS: dict[str, str] = {
 MODEL_CONFIG_KEYS = ("fcnet_hiddens", "fcnet_activation")
 
 
-class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
+class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
     """Settings shared by the black-box (ES-family) algorithms.
 
     Names follow paper 000 (Table 3) and paper 002 (§4):
@@ -107,33 +106,55 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
       one (tests/reliability/test_resume.py). Off by default (the papers draw fresh episodes).
     """
 
+    SETTINGS = {
+        "noise_stdev": Setting(
+            0.02, float, gt=0, symbol="σ", source="0.02 (paper 000 Table 3)", doc="perturbation scale, θ + σε"
+        ),
+        "episodes_per_batch": Setting(
+            40, int, ge=1, symbol="N", source="40 (paper 000 Table 3)", doc="returns per update"
+        ),
+        "sampler": Setting(
+            "antithetic", str, doc="`gaussian`, `antithetic`, `orthogonal`, `gcmc`, `qmc` (paper 002 §4)"
+        ),
+        "sampler_antithetic": Setting(None, bool, also=(None,), doc="None: the sampler's default"),
+        "return_shaping": Setting("centered_rank", str, doc="`centered_rank`, `standardize`, `none`"),
+        "optimizer": Setting("adam", str, doc="`adam`, `sgd`, `msgd`, `dsgd` (`rllib_ext.optim`)"),
+        "optimizer_kwargs": Setting({}, dict, doc="passed to the optimizer"),
+        "lr": Setting(
+            0.01, float, gt=0, rllib=True, symbol="η (η0 for DSGD)", source="0.01 (paper 000 Table 3)", doc="step size"
+        ),
+        "l2_coeff": Setting(0.0, float, ge=0, doc="adds −l2·θ to the ascent direction"),
+        "policy_hiddens": Setting([64, 64], list, source="[64, 64] (paper 000 Table 3)", doc="hidden layers"),
+        "policy_activation": Setting("tanh", str, source="tanh (paper 000 Table 3)", doc="hidden activation"),
+        "policy_head": Setting("deterministic", str, doc="see `rllib_ext.common.policies`"),
+        "explore_perturbations": Setting(False, bool, doc="sample actions from a stochastic head"),
+        "observation_filter": Setting(
+            True, bool, source="paper 000 App. A.2", doc="standardize observations (RLlib's old `MeanStdFilter`)"
+        ),
+        "obs_clip": Setting(
+            5.0, float, gt=0, also=(None,), source="5 (paper 000 App. A.2)", doc="clip standardized observations"
+        ),
+        "eval_episodes": Setting(
+            0, int, ge=0, source="10 (paper 000)", doc="episodes of unperturbed θ_u per update (≥ 1 with DSGD)"
+        ),
+        "eval_return_ema": Setting(
+            0.9, float, ge=0, lt=1, doc="weight of the old value in R̄, DSGD's running mean of evaluation returns"
+        ),
+        "jobs_in_flight_per_env_runner": Setting(2, int, ge=1, doc="async calls kept per runner"),
+        "episodes_per_job": Setting(1, int, ge=1, doc="episodes per perturbation; its return is their mean"),
+        "max_episode_steps": Setting(
+            None, int, ge=1, also=(None,), doc="step cap: the env's time limit, else 10 000 (counted)"
+        ),
+        "perturbations_per_call": Setting("auto", int, ge=1, also=("auto",), doc="perturbations per remote call"),
+        "batch_seed_offset": Setting(0, int, doc="added to every batch seed (seeded runs draw other batches)"),
+        "common_random_numbers": Setting(False, bool, doc="seed every episode from its job"),
+        "num_env_runners": Setting(2, int, ge=0, rllib=True, doc="RLlib setting, family default"),
+        **{name: unused(why) for name, why in UNUSED_RLLIB_SETTINGS.items()},
+    }
+
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
-        self.noise_stdev = 0.02
-        self.episodes_per_batch = 40
-        self.sampler = "antithetic"
-        self.sampler_antithetic = None
-        self.return_shaping = "centered_rank"
-        self.optimizer = "adam"
-        self.optimizer_kwargs = {}
-        self.lr = 0.01
-        self.l2_coeff = 0.0
-        self.policy_hiddens = [64, 64]
-        self.policy_activation = "tanh"
-        self.policy_head = "deterministic"
-        self.explore_perturbations = False
-        self.observation_filter = True
-        self.obs_clip = 5.0
-        self.eval_episodes = 0
-        self.eval_return_ema = 0.9
-        self.jobs_in_flight_per_env_runner = 2
-        self.episodes_per_job = 1
-        self.max_episode_steps = None
-        self.perturbations_per_call = "auto"
-        self.batch_seed_offset = 0
-        self.common_random_numbers = False
         # RLlib settings that fit this family.
-        self.num_env_runners = 2
         self.env_runner_cls = BlackBoxEnvRunner
         self.restart_failed_env_runners = True
         # Several updates per iteration: RLlib's per-iteration bookkeeping (~0.1 s) must not
@@ -146,83 +167,12 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
         self.min_sample_timesteps_per_iteration = 0
 
     @override(AlgorithmConfig)
-    def training(
-        self,
-        *,
-        noise_stdev=NotProvided,
-        episodes_per_batch=NotProvided,
-        sampler=NotProvided,
-        sampler_antithetic=NotProvided,
-        return_shaping=NotProvided,
-        optimizer=NotProvided,
-        optimizer_kwargs=NotProvided,
-        l2_coeff=NotProvided,
-        policy_hiddens=NotProvided,
-        policy_activation=NotProvided,
-        policy_head=NotProvided,
-        explore_perturbations=NotProvided,
-        observation_filter=NotProvided,
-        obs_clip=NotProvided,
-        eval_episodes=NotProvided,
-        eval_return_ema=NotProvided,
-        jobs_in_flight_per_env_runner=NotProvided,
-        episodes_per_job=NotProvided,
-        max_episode_steps=NotProvided,
-        perturbations_per_call=NotProvided,
-        common_random_numbers=NotProvided,
-        **kwargs,
-    ) -> BlackBoxConfig:
-        super().training(**kwargs)
-        self._set_provided(
-            noise_stdev=noise_stdev,
-            episodes_per_batch=episodes_per_batch,
-            sampler=sampler,
-            sampler_antithetic=sampler_antithetic,
-            return_shaping=return_shaping,
-            optimizer=optimizer,
-            optimizer_kwargs=optimizer_kwargs,
-            l2_coeff=l2_coeff,
-            policy_hiddens=policy_hiddens,
-            policy_activation=policy_activation,
-            policy_head=policy_head,
-            explore_perturbations=explore_perturbations,
-            observation_filter=observation_filter,
-            obs_clip=obs_clip,
-            eval_episodes=eval_episodes,
-            eval_return_ema=eval_return_ema,
-            jobs_in_flight_per_env_runner=jobs_in_flight_per_env_runner,
-            episodes_per_job=episodes_per_job,
-            max_episode_steps=max_episode_steps,
-            perturbations_per_call=perturbations_per_call,
-            common_random_numbers=common_random_numbers,
-        )
-        return self
-
-    def _set_provided(self, **values) -> None:
-        """Sets every keyword not left at ``NotProvided`` (the shared body of ``training()``)."""
-        for name, value in values.items():
-            if value is not NotProvided:
-                setattr(self, name, value)
-
-    @override(AlgorithmConfig)
     def validate(self) -> None:
         super().validate()
         check_optimizer(self)
-        check_unused_settings(self, self.unused_settings)
         check_user_module(self, BlackBoxRLModule)
         check_env_runner_callbacks(self, "its env runners (a plain episode loop)")
-        if not isinstance(self.observation_filter, bool):
-            self._value_error(
-                f"observation_filter must be True or False, got {self.observation_filter!r} (RLlib's old "
-                "'MeanStdFilter' is True here, 'NoFilter' is False)"
-            )
         self._check_model_config()
-        if not (
-            isinstance(self.noise_stdev, (int, float)) and self.noise_stdev > 0 and math.isfinite(self.noise_stdev)
-        ):
-            self._value_error(f"noise_stdev (σ) must be a finite number > 0, got {self.noise_stdev!r}")
-        if not (isinstance(self.episodes_per_batch, int) and self.episodes_per_batch >= 1):
-            self._value_error(f"episodes_per_batch (N) must be an integer >= 1, got {self.episodes_per_batch!r}")
         for kind, check in (
             ("sampler", lambda: samplers_lib.get_sampler(self.sampler)),
             ("return_shaping", lambda: shaping_lib.get_shaping(self.return_shaping)),
@@ -240,35 +190,11 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
                 f"episodes_per_batch (N) must be even for the antithetic sampler {self.sampler!r}, "
                 f"got {self.episodes_per_batch}"
             )
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            self._value_error(f"lr must be > 0, got {self.lr!r}")
-        if self.l2_coeff < 0:
-            self._value_error(f"l2_coeff must be >= 0, got {self.l2_coeff}")
-        if self.eval_episodes < 0:
-            self._value_error(f"eval_episodes must be >= 0, got {self.eval_episodes}")
-        if not (isinstance(self.eval_return_ema, (int, float)) and 0 <= self.eval_return_ema < 1):
-            self._value_error(f"eval_return_ema must be a number in [0, 1), got {self.eval_return_ema!r}")
         if self.optimizer_steps_theta and str(self.optimizer).lower() == "dsgd" and self.eval_episodes < 1:
             self._value_error(
                 "optimizer 'dsgd' compares the running mean of θ_u's evaluation returns (paper 000 Eq. 20–21, "
                 "as the authors feed it): set eval_episodes >= 1 (paper 000 uses 10)"
             )
-        if self.jobs_in_flight_per_env_runner < 1 or self.episodes_per_job < 1:
-            self._value_error("jobs_in_flight_per_env_runner and episodes_per_job must be >= 1")
-        if self.max_episode_steps is not None and not (
-            isinstance(self.max_episode_steps, int) and self.max_episode_steps >= 1
-        ):
-            self._value_error(f"max_episode_steps must be None or an integer >= 1, got {self.max_episode_steps!r}")
-        if self.perturbations_per_call != "auto" and not (
-            isinstance(self.perturbations_per_call, int) and self.perturbations_per_call >= 1
-        ):
-            self._value_error(
-                f"perturbations_per_call must be 'auto' or an integer >= 1, got {self.perturbations_per_call!r}"
-            )
-        if not isinstance(self.common_random_numbers, bool):
-            self._value_error(f"common_random_numbers must be True or False, got {self.common_random_numbers!r}")
-        if self.obs_clip is not None and self.obs_clip <= 0:
-            self._value_error(f"obs_clip must be > 0 or None, got {self.obs_clip}")
         if not all(isinstance(h, int) and h > 0 for h in self.policy_hiddens):
             self._value_error(f"policy_hiddens must be positive integers, got {self.policy_hiddens}")
         check_finite_settings(self)
@@ -289,10 +215,6 @@ class BlackBoxConfig(KeepsMinusOneSettings, AlgorithmConfig):
 
     #: Action-space kinds the family takes (ERL's TD3 part narrows it to continuous).
     supported_actions = (DISCRETE, CONTINUOUS)
-
-    #: RLlib settings this algorithm never reads, with what to use instead (validate() refuses a
-    #: value other than the default): :data:`UNUSED_RLLIB_SETTINGS` less those a subclass reads.
-    unused_settings: dict[str, str] = UNUSED_RLLIB_SETTINGS
 
     #: Whether the env runners train on a GPU given by ``num_gpus_per_env_runner`` (ERL's RL
     #: individuals do); otherwise asking for runner GPUs is an error, not a reservation left idle.

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BlackBoxConfig
 from rllib_ext.common.erl.env_runner import ERLEnvRunner
 from rllib_ext.common.erl.population import CEM_VARIANCES
+from rllib_ext.common.offpolicy.settings import ERL_TD3_CHANGES, TD3_SETTINGS
 from rllib_ext.common.validation import CONTINUOUS
+from rllib_ext.settings import Setting, changed, unused, with_changes
 
 # TD3 / replay settings the runners and the critic worker need (sent as one dict).
 TD3_KEYS = (
@@ -119,94 +119,62 @@ class ERLConfig(BlackBoxConfig):
 
     runners_use_gpus = True  # RL individuals' actor steps (``num_gpus_per_env_runner``)
 
-    # The black-box family's, except `gamma` (TD3's discount), with TD3's meaning of the batch and
-    # exploration settings, and the ES settings this family does not use.
-    unused_settings = {
-        **{k: v for k, v in BlackBoxConfig.unused_settings.items() if k != "gamma"},
-        **_UNUSED_TD3_SETTINGS,
-        **dict.fromkeys(UNUSED_BLACKBOX_SETTINGS, _UNUSED_BLACKBOX_REASON),
+    SETTINGS = {
+        "sigma_init": Setting(
+            1e-3, float, gt=0, symbol="Σ = σ_init·I", source="1e-3 (CEM-RL)", doc="initial σ² per parameter"
+        ),
+        "var_limit": Setting(1e-5, float, gt=0, source="— (reference: 1e-5)", doc="floor of σ²"),
+        "cem_variance": Setting(
+            "reference",
+            choices=CEM_VARIANCES,
+            source="Eq. 2 (`eq2`)",
+            doc="the sep-CEM variance: `reference` (1/K_e)·Σλ_i(z_i − μ)² + ε, or `eq2` Σλ_i(z_i − μ)² + ε",
+        ),
+        "policy_hiddens": changed(default=[400, 300], source="App. A, Table 4", doc="tanh actor"),
+        "policy_activation": changed(source="App. A", doc="the actor's activation (App. A's: `tanh` only)"),
+        "policy_head": changed(source="App. A", doc="the actor's head (App. A's: `deterministic` only)"),
+        "observation_filter": changed(
+            default=False, source="none", doc="must be False: the critic learns from raw replay observations"
+        ),
+        "critic_hiddens": Setting([400, 300], list, source="App. A, Table 4", doc="leaky-ReLU critic"),
+        **with_changes(TD3_SETTINGS, ERL_TD3_CHANGES),
+        "rl_batch_size": Setting(256, int, ge=1, source="256 (reference configs; TD3_EXT: 100)", doc="TD3 minibatch"),
+        "rl_start_steps": Setting(
+            None, int, ge=0, also=(None,), shown="None (= `initial_steps`)", doc="no RL individual before"
+        ),
+        "rl_actor_steps": Setting(
+            "auto",
+            int,
+            ge=1,
+            also=("auto",),
+            source="env steps of the last 10 individuals (reference)",
+            doc="Adam steps of an RL individual",
+        ),
+        "replay_sample_chunk": Setting(
+            50,
+            int,
+            ge=1,
+            doc="minibatches per replay call; the critic worker and RL individuals keep the next call in flight "
+            "while they train on the current chunk (RL individuals fetch states only)",
+        ),
+        "critic_num_cpus": Setting(0, float, ge=0, doc="CPUs reserved for the critic worker"),
+        "critic_num_gpus": Setting(
+            0,
+            float,
+            ge=0,
+            source="— (the reference trains its critic on a GPU)",
+            doc="GPUs for the critic worker (1 or a fraction): critic, targets and μ as target actor on the GPU",
+        ),
+        "jobs_in_flight_per_env_runner": changed(
+            default=1, doc="individuals in flight per runner (1: a runner gets the next individual when it is idle)"
+        ),
+        **{name: unused(why) for name, why in _UNUSED_TD3_SETTINGS.items()},
+        **{name: unused(_UNUSED_BLACKBOX_REASON) for name in UNUSED_BLACKBOX_SETTINGS},
     }
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class)
-        self.sigma_init = 1e-3
-        self.var_limit = 1e-5
-        self.cem_variance = "reference"
-        self.policy_hiddens = [400, 300]
-        self.policy_activation = "tanh"
-        self.policy_head = "deterministic"
-        self.observation_filter = False
-        self.critic_hiddens = [400, 300]
-        self.actor_lr = 1e-3
-        self.critic_lr = 1e-3
-        self.gamma = 0.99
-        self.tau = 0.005
-        self.policy_noise = 0.2
-        self.noise_clip = 0.5
-        self.policy_delay = 1  # the target critic's period in critic steps: every step, as both references
-        self.rl_batch_size = 256
-        self.replay_capacity = 200_000
-        self.action_noise = 0.0  # the reference codes' (see above); paper 001 App. C.2: 0.1
-        self.initial_steps = 10_000
-        self.rl_start_steps = None
-        self.rl_actor_steps = "auto"
-        self.replay_sample_chunk = 50
-        self.checkpoint_replay = False
-        self.critic_num_cpus = 0
-        self.critic_num_gpus = 0
         self.env_runner_cls = ERLEnvRunner
-        self.jobs_in_flight_per_env_runner = 1  # "whenever a runner is idle": one individual each
-
-    @override(BlackBoxConfig)
-    def training(
-        self,
-        *,
-        sigma_init=NotProvided,
-        var_limit=NotProvided,
-        cem_variance=NotProvided,
-        critic_hiddens=NotProvided,
-        actor_lr=NotProvided,
-        critic_lr=NotProvided,
-        tau=NotProvided,
-        policy_noise=NotProvided,
-        noise_clip=NotProvided,
-        policy_delay=NotProvided,
-        rl_batch_size=NotProvided,
-        replay_capacity=NotProvided,
-        action_noise=NotProvided,
-        initial_steps=NotProvided,
-        rl_start_steps=NotProvided,
-        rl_actor_steps=NotProvided,
-        replay_sample_chunk=NotProvided,
-        checkpoint_replay=NotProvided,
-        critic_num_cpus=NotProvided,
-        critic_num_gpus=NotProvided,
-        **kwargs,
-    ) -> ERLConfig:
-        super().training(**kwargs)
-        self._set_provided(
-            sigma_init=sigma_init,
-            var_limit=var_limit,
-            cem_variance=cem_variance,
-            critic_hiddens=critic_hiddens,
-            actor_lr=actor_lr,
-            critic_lr=critic_lr,
-            tau=tau,
-            policy_noise=policy_noise,
-            noise_clip=noise_clip,
-            policy_delay=policy_delay,
-            rl_batch_size=rl_batch_size,
-            replay_capacity=replay_capacity,
-            action_noise=action_noise,
-            initial_steps=initial_steps,
-            rl_start_steps=rl_start_steps,
-            rl_actor_steps=rl_actor_steps,
-            replay_sample_chunk=replay_sample_chunk,
-            checkpoint_replay=checkpoint_replay,
-            critic_num_cpus=critic_num_cpus,
-            critic_num_gpus=critic_num_gpus,
-        )
-        return self
 
     @property
     def effective_rl_start_steps(self) -> int:
@@ -219,32 +187,6 @@ class ERLConfig(BlackBoxConfig):
     @override(BlackBoxConfig)
     def validate(self) -> None:
         super().validate()
-
-        def positive(name, integer=False, allow_zero=False):
-            v = getattr(self, name)
-            ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
-            if isinstance(v, bool) or not ok_type or not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
-                kind = "an integer" if integer else "a finite number"
-                self._value_error(f"{name} must be {kind} {'>= 0' if allow_zero else '> 0'}, got {v!r}")
-
-        for name in ("sigma_init", "var_limit", "actor_lr", "critic_lr"):
-            positive(name)
-        for name in ("policy_noise", "noise_clip", "action_noise"):
-            positive(name, allow_zero=True)
-        for name in ("rl_batch_size", "replay_capacity", "replay_sample_chunk", "policy_delay"):
-            positive(name, integer=True)
-        for name in ("initial_steps", "critic_num_cpus", "critic_num_gpus"):
-            positive(name, allow_zero=True)
-        if self.rl_start_steps is not None:
-            positive("rl_start_steps", integer=True, allow_zero=True)
-        if self.cem_variance not in CEM_VARIANCES:
-            self._value_error(f"unknown cem_variance {self.cem_variance!r}; valid: {', '.join(CEM_VARIANCES)}")
-        if not (isinstance(self.tau, (int, float)) and 0 < self.tau <= 1):
-            self._value_error(f"tau must be in (0, 1], got {self.tau!r}")
-        if not (isinstance(self.gamma, (int, float)) and 0 <= self.gamma <= 1):
-            self._value_error(f"gamma must be in [0, 1], got {self.gamma!r}")
-        if self.rl_actor_steps != "auto" and not (isinstance(self.rl_actor_steps, int) and self.rl_actor_steps >= 1):
-            self._value_error(f"rl_actor_steps must be 'auto' or an integer >= 1, got {self.rl_actor_steps!r}")
         if self.observation_filter:
             self._value_error(
                 "observation_filter must be False for the ERL algorithms: the critic and the RL individuals "
