@@ -68,7 +68,6 @@ from typing import Any
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.aesrl.aesrl_learner import (
@@ -81,6 +80,7 @@ from rllib_ext.algorithms.aesrl.aesrl_learner import (
 from rllib_ext.common.blackbox import BLACKBOX
 from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob
 from rllib_ext.common.erl import ERLAlgorithm, ERLConfig, ERLResult
+from rllib_ext.settings import Setting
 
 logger = logging.getLogger(__name__)
 
@@ -105,182 +105,110 @@ def task_name(env) -> str:
 
 
 class AESRLConfig(ERLConfig):
-    """AESRL_EXT's settings (defaults: paper 001 §3, App. C; the ERL ones in :class:`ERLConfig`).
+    """AESRL_EXT's settings (defaults: paper 001 §3, App. C; the ERL ones in :class:`ERLConfig`)."""
 
-    Attributes set through :meth:`training`:
-        mean_rule: ``one_plus_one`` | ``rank`` | ``fixed_linear`` | ``fixed_sigmoid`` |
-            ``baseline_absolute`` | ``baseline_relative`` (default; §3.3).
-        variance_rule: ``success_rule`` | ``online_fixed`` | ``online_adaptive`` (default) |
-            ``elite`` (with ``rank`` only; §3.4).
-        fixed_range: r (Eq. 6, 8); ``"auto"`` (default): Table 5's value for the env
-            (:data:`TABLE_5`, HalfCheetah 2000 … Swimmer 48, exact task name), else
-            ``"adaptive"``: derived from recent fitness differences (``aesrl_learner`` docstring);
-            or a number ("about 1/6 of the maximum reward", App. C).
-        fitness_baseline: f_b (Eq. 9, 10); ``"auto"``: Table 5's, +r for ``baseline_relative``
-            and −r for ``baseline_absolute``, else ``"adaptive"`` (``baseline_relative``; the
-            absolute rule needs a number on envs without a Table 5 entry); or a number.
-        adaptive_scale_window, adaptive_scale_factor: the adaptive scale s = factor × mean
-            |f(z) − f(μ)| over the last ``window`` individuals (20, 1.0).
-        warmup_updates_population: whether random-action (warm-up) individuals update μ, σ²
-            (True, the reference; module docstring).
-        p_positive, p_negative: p_sg (Eq. 7; App. C: p_negative 0).
-        online_n: n of ``online_fixed``; rank_population: n of ``rank``.
-        success_window, success_threshold (1/5), success_factor: the 1/5 rule.
-        k_rl: K_rl, the P gain of Eq. (3) (50); p_desired: ``"auto"``: 0.5, Swimmer 0.1 (App. C).
-        mean_fitness, mean_eval_episodes, mean_eval_interval: how f(μ) is estimated (module
-            docstring).
-        critic_steps_per_call: critic steps per call to the critic worker (the reference's
-            ``critic_batch``); critic_steps_per_env_step: the cap on critic steps (1.0);
-            critic_min_steps_per_env_step: the floor (0: none; see the module docstring).
-    """
+    SETTINGS = {
+        "mean_rule": Setting(
+            "baseline_relative",
+            choices=MEAN_RULES,
+            source="`baseline_relative` (§3.3, Eq. 10)",
+            doc="`one_plus_one`, `rank`, `fixed_linear`, `fixed_sigmoid`, `baseline_absolute`, `baseline_relative`",
+        ),
+        "variance_rule": Setting(
+            "online_adaptive",
+            choices=VARIANCE_RULES,
+            source="`online_adaptive` (§3.4, Eq. 11–12)",
+            doc="`success_rule`, `online_fixed`, `online_adaptive`, `elite` (with `rank` only)",
+        ),
+        "fixed_range": Setting(
+            "auto",
+            float,
+            also=SCALE_SETTINGS,
+            symbol="r",
+            source="Table 5",
+            doc="range of the fixed-range rules (Eq. 6, 8): `'auto'` (Table 5, else adaptive), `'adaptive'` or a "
+            "number",
+        ),
+        "fitness_baseline": Setting(
+            "auto",
+            float,
+            also=SCALE_SETTINGS,
+            symbol="f_b",
+            source="Table 5 (+r relative, −r absolute)",
+            doc="baseline of Eq. 9, 10: `'auto'`, `'adaptive'` (Eq. 10 only) or a number",
+        ),
+        "adaptive_scale_window": Setting(
+            20, int, ge=1, source="— (ours)", doc="the adaptive r / f_b: mean |f(z) − f(μ)| over this many individuals"
+        ),
+        "adaptive_scale_factor": Setting(1.0, float, gt=0, source="— (ours)", doc="the adaptive r / f_b: its factor"),
+        "warmup_updates_population": Setting(
+            True,
+            bool,
+            source="— (reference: True)",
+            doc="whether random-action warm-up individuals update μ, σ² (and cost f(μ) episodes)",
+        ),
+        "p_positive": Setting(1.0, float, ge=0, le=1, symbol="p_sg", doc="Eq. 7, for a better individual"),
+        "p_negative": Setting(
+            0.0, float, ge=0, le=1, symbol="p_sg", source="0 (App. C)", doc="Eq. 7, for a worse individual"
+        ),
+        "online_n": Setting(10.0, float, gt=0, symbol="n", doc="n of `online_fixed`"),
+        "rank_population": Setting(10, int, ge=1, symbol="n", doc="n of `rank`"),
+        "success_window": Setting(10, int, ge=1, doc="the 1/5 success rule: its window"),
+        "success_threshold": Setting(
+            0.2, float, ge=0, le=1, source="1/5 (App. C)", doc="the 1/5 success rule: its threshold"
+        ),
+        "success_factor": Setting(0.85, float, gt=0, le=1, doc="the 1/5 success rule: its factor"),
+        "k_rl": Setting(50.0, float, gt=0, symbol="K_rl", source="50 (App. C)", doc="P gain of Eq. 3"),
+        "p_desired": Setting(
+            "auto",
+            float,
+            ge=0,
+            le=1,
+            also=("auto",),
+            source="0.5; Swimmer 0.1 (App. C)",
+            doc="target RL fraction of Eq. 3",
+        ),
+        "mean_fitness": Setting(
+            "reevaluate", choices=MEAN_FITNESS, doc="how f(μ) is estimated: `reevaluate` or `interpolate` (Eq. 4)"
+        ),
+        "mean_eval_episodes": Setting(
+            5,
+            int,
+            ge=1,
+            source="— (reference: 5)",
+            doc="episodes per f(μ) evaluation (with `action_noise`, like f(z))",
+        ),
+        "mean_eval_interval": Setting(
+            0, int, ge=0, doc="`interpolate`: re-anchor f(μ) every this many updates (0: never)"
+        ),
+        "critic_steps_per_call": Setting(
+            500, int, ge=1, source="— (reference: 1000)", doc="critic steps per call to the critic worker"
+        ),
+        "critic_steps_per_env_step": Setting(1.0, float, gt=0, doc="cap on critic steps per env step"),
+        "critic_min_steps_per_env_step": Setting(
+            0.0, float, ge=0, doc="floor: hold individuals back while the critic is behind (0: none)"
+        ),
+    }
 
     def __init__(self, algo_class=None):
         super().__init__(algo_class=algo_class or AESRL)
-        self.mean_rule = "baseline_relative"
-        self.variance_rule = "online_adaptive"
-        self.fixed_range = "auto"
-        self.fitness_baseline = "auto"
-        self.adaptive_scale_window = 20
-        self.adaptive_scale_factor = 1.0
-        self.warmup_updates_population = True
-        self.p_positive = 1.0
-        self.p_negative = 0.0
-        self.online_n = 10.0
-        self.rank_population = 10
-        self.success_window = 10
-        self.success_threshold = 0.2
-        self.success_factor = 0.85
-        self.k_rl = 50.0
-        self.p_desired = "auto"
-        self.mean_fitness = "reevaluate"
-        self.mean_eval_episodes = 5
-        self.mean_eval_interval = 0
-        self.critic_steps_per_call = 500
-        self.critic_steps_per_env_step = 1.0
-        self.critic_min_steps_per_env_step = 0.0
-
-    @override(ERLConfig)
-    def training(
-        self,
-        *,
-        mean_rule=NotProvided,
-        variance_rule=NotProvided,
-        fixed_range=NotProvided,
-        fitness_baseline=NotProvided,
-        adaptive_scale_window=NotProvided,
-        adaptive_scale_factor=NotProvided,
-        warmup_updates_population=NotProvided,
-        p_positive=NotProvided,
-        p_negative=NotProvided,
-        online_n=NotProvided,
-        rank_population=NotProvided,
-        success_window=NotProvided,
-        success_threshold=NotProvided,
-        success_factor=NotProvided,
-        k_rl=NotProvided,
-        p_desired=NotProvided,
-        mean_fitness=NotProvided,
-        mean_eval_episodes=NotProvided,
-        mean_eval_interval=NotProvided,
-        critic_steps_per_call=NotProvided,
-        critic_steps_per_env_step=NotProvided,
-        critic_min_steps_per_env_step=NotProvided,
-        **kwargs,
-    ) -> AESRLConfig:
-        super().training(**kwargs)
-        self._set_provided(
-            mean_rule=mean_rule,
-            variance_rule=variance_rule,
-            fixed_range=fixed_range,
-            fitness_baseline=fitness_baseline,
-            adaptive_scale_window=adaptive_scale_window,
-            adaptive_scale_factor=adaptive_scale_factor,
-            warmup_updates_population=warmup_updates_population,
-            p_positive=p_positive,
-            p_negative=p_negative,
-            online_n=online_n,
-            rank_population=rank_population,
-            success_window=success_window,
-            success_threshold=success_threshold,
-            success_factor=success_factor,
-            k_rl=k_rl,
-            p_desired=p_desired,
-            mean_fitness=mean_fitness,
-            mean_eval_episodes=mean_eval_episodes,
-            mean_eval_interval=mean_eval_interval,
-            critic_steps_per_call=critic_steps_per_call,
-            critic_steps_per_env_step=critic_steps_per_env_step,
-            critic_min_steps_per_env_step=critic_min_steps_per_env_step,
-        )
-        return self
 
     @override(ERLConfig)
     def validate(self) -> None:
         super().validate()
-        for name, valid in (
-            ("mean_rule", MEAN_RULES),
-            ("variance_rule", VARIANCE_RULES),
-            ("mean_fitness", MEAN_FITNESS),
-        ):
-            if getattr(self, name) not in valid:
-                self._value_error(f"unknown {name} {getattr(self, name)!r}; valid: {', '.join(valid)}")
         if self.variance_rule == "elite" and self.mean_rule != "rank":
             self._value_error("variance_rule 'elite' is the rank rule's own variance: use it with mean_rule 'rank'")
         self._validate_scale()
-        if not isinstance(self.warmup_updates_population, bool):
-            self._value_error(
-                f"warmup_updates_population must be True or False, got {self.warmup_updates_population!r}"
-            )
-        for name, v in (
-            ("online_n", self.online_n),
-            ("success_factor", self.success_factor),
-            ("k_rl", self.k_rl),
-            ("critic_steps_per_env_step", self.critic_steps_per_env_step),
-            ("adaptive_scale_factor", self.adaptive_scale_factor),
-        ):
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and v > 0):
-                self._value_error(f"{name} must be a finite number > 0, got {v!r}")
-        floor = self.critic_min_steps_per_env_step
-        if not (isinstance(floor, (int, float)) and 0 <= floor <= self.critic_steps_per_env_step):
+        if self.critic_min_steps_per_env_step > self.critic_steps_per_env_step:
             self._value_error(
                 f"critic_min_steps_per_env_step must be in [0, critic_steps_per_env_step "
-                f"({self.critic_steps_per_env_step})], got {floor!r}"
+                f"({self.critic_steps_per_env_step})], got {self.critic_min_steps_per_env_step!r}"
             )
-        if not 0 < self.success_factor <= 1:
-            self._value_error(f"success_factor must be in (0, 1], got {self.success_factor!r}")
-        for name, v in (
-            ("p_positive", self.p_positive),
-            ("p_negative", self.p_negative),
-            ("p_desired", self.effective_p_desired),
-            ("success_threshold", self.success_threshold),
-        ):
-            if not (isinstance(v, (int, float)) and 0 <= v <= 1):
-                self._value_error(f"{name} must be in [0, 1], got {v!r}")
-        for name in (
-            "rank_population",
-            "success_window",
-            "mean_eval_episodes",
-            "critic_steps_per_call",
-            "adaptive_scale_window",
-        ):
-            v = getattr(self, name)
-            if not (isinstance(v, int) and v >= 1):
-                self._value_error(f"{name} must be an integer >= 1, got {v!r}")
-        if not (isinstance(self.mean_eval_interval, int) and self.mean_eval_interval >= 0):
-            self._value_error(f"mean_eval_interval must be an integer >= 0, got {self.mean_eval_interval!r}")
         if self.mean_rule == "rank" and self.rank_population < 2:
             self._value_error("rank_population must be >= 2 for the rank rule")
 
     def _validate_scale(self) -> None:
-        """fixed_range / fitness_baseline: "auto", "adaptive" or a number, as the mean rule needs."""
-
-        def number(v) -> bool:
-            return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
-
-        for name in ("fixed_range", "fitness_baseline"):
-            v = getattr(self, name)
-            if not (v in SCALE_SETTINGS or number(v)):
-                self._value_error(f"{name} must be 'auto', 'adaptive' or a finite number, got {v!r}")
+        """fixed_range / fitness_baseline: the number the mean rule needs (their kinds are in the table)."""
         r, fb = self.effective_fixed_range, self.effective_fitness_baseline
         if r != ADAPTIVE and r <= 0:
             self._value_error(f"fixed_range (r) must be > 0 (Eq. 6, 8), got {r!r}")
