@@ -8,7 +8,7 @@ Issue 19, "Faster learner": the goal is ≥ 600 gradient steps/s for V-RACER and
 Pendulum's reward, and behaviour statistics μ_t = the learner's own policy at s_t (so ρ starts at
 1, as a fresh near-policy memory), with actions drawn from μ_t (truncated normal, App. A).
 Then ``--warmup`` gradient steps, then ``--steps-timed`` gradient steps timed through the path
-training takes: ``ReFERLearner.refer_train`` (no new episodes; the env-step count is advanced so
+training takes: ``ReFERLearner.train_on_episodes`` (no new episodes; the env-step count is advanced so
 that it owes ``--per-call`` gradient steps per call, as ``train()`` with 1000 env steps per
 iteration and F = 1 does), i.e. reward-scale refresh, annealing, sampling, the update, the
 write-back (Eq. 8 for V-RACER), n_far/N, β, and the per-call metrics reduce.
@@ -107,14 +107,14 @@ def build_learner(algo: str, T: int, memory_steps: int, batch_size: int, seed: i
 
 
 def run_steps(learner, n: int, per_call: int) -> None:
-    """``n`` gradient steps through ``refer_train`` (no new episodes), ``per_call`` steps a call."""
+    """``n`` gradient steps through ``train_on_episodes`` (no new episodes), ``per_call`` steps a call."""
     F = learner.config.steps_per_update
     done = 0
     while done < n:
         k = min(per_call, n - done)
         learner._env_steps = int(np.ceil((learner.num_gradient_steps + k) * F))
-        out = learner.refer_train([])
-        assert out["num_updates"] == k, out["num_updates"]
+        out = learner.train_on_episodes([])
+        assert out.num_updates == k, out.num_updates
         done += k
 
 
@@ -153,7 +153,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--warmup", type=int, default=50)
     p.add_argument("--steps-timed", type=int, default=500)
-    p.add_argument("--per-call", type=int, default=200, help="gradient steps per refer_train call")
+    p.add_argument("--per-call", type=int, default=200, help="gradient steps per train_on_episodes call")
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--profile", action="store_true", help="also print the cProfile split of each (algorithm, T)")
     p.add_argument("--code", default=None, help="label of the code measured (default: the short git commit)")

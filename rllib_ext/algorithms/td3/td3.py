@@ -9,7 +9,7 @@ actor and targets updated every 2nd critic step, Gaussian exploration noise 0.1,
 capacity 2e5 in paper 001 (TD3: 1e6, the default here), ``initial_steps`` of uniform random
 actions (TD3: 10000 on MuJoCo). ``configs/td3.yaml`` holds the paper's values.
 
-Data flow per :meth:`TD3.training_step`:
+Data flow per ``training_step`` (:class:`~rllib_ext.common.offpolicy.algorithm.OffPolicyAlgorithm`'s):
 
 1. RLlib's env runners (``SingleAgentEnvRunner``) sample ``rollout_fragment_length`` steps
    each: uniform random actions while the lifetime env-step count (RLlib's
@@ -44,21 +44,12 @@ import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.utils.annotations import override
-from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    ENV_RUNNER_SAMPLING_TIMER,
-    LEARNER_RESULTS,
-    LEARNER_UPDATE_TIMER,
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
-    SYNCH_WORKER_WEIGHTS_TIMER,
-    TIMERS,
-)
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-from rllib_ext.common.guards import FiniteParametersGuard, FiniteSingleAgentEnvRunner, assert_finite_learner_parameters
+from rllib_ext.common.guards import FiniteSingleAgentEnvRunner
+from rllib_ext.common.offpolicy.algorithm import OffPolicyAlgorithm
 from rllib_ext.common.offpolicy.td3 import PAPER_HIDDENS
-from rllib_ext.common.steps import log_all_used
 from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CLIP_REWARDS_UNREAD,
@@ -291,7 +282,7 @@ class TD3Config(AlgorithmConfig):
         return RLModuleSpec(module_class=TD3TorchRLModule)
 
 
-class TD3(FiniteParametersGuard, Algorithm):
+class TD3(OffPolicyAlgorithm):
     """TD3_EXT (see the module docstring)."""
 
     @classmethod
@@ -300,28 +291,8 @@ class TD3(FiniteParametersGuard, Algorithm):
         """TD3 / paper 001 defaults."""
         return TD3Config()
 
-    @override(Algorithm)
-    def training_step(self) -> None:
-        """Samples (random actions during ``initial_steps``), updates in the Learner, syncs the actor."""
+    @override(OffPolicyAlgorithm)
+    def _sample_kwargs(self) -> dict[str, Any]:
+        """Uniform random actions while the lifetime env-step count is below ``initial_steps``."""
         sampled = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
-        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            episodes, env_runner_results = synchronous_parallel_sample(
-                worker_set=self.env_runner_group,
-                concat=True,
-                sample_timeout_s=self.config.sample_timeout_s,
-                random_actions=sampled < self.config.initial_steps,
-                _uses_new_env_runners=True,
-                _return_metrics=True,
-            )
-        self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
-        log_all_used(self.metrics)  # every sampled step enters the replay (warm-up included)
-
-        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            outs = [
-                r.get() for r in self.learner_group.foreach_learner(lambda learner, _e=episodes: learner.td3_train(_e))
-            ]
-        self.metrics.aggregate([o["results"] for o in outs], key=LEARNER_RESULTS)
-        if any(o["num_updates"] > 0 for o in outs):
-            assert_finite_learner_parameters(self, "before syncing them to the env runners")
-            with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
-                self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+        return {"random_actions": sampled < self.config.initial_steps}

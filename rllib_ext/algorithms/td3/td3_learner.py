@@ -1,6 +1,7 @@
 """The Learner side of TD3_EXT: replay, the update schedule, metrics and checkpoint state.
 
-:meth:`TD3Learner.td3_train` receives the env runners' episode chunks, stores their
+:meth:`TD3Learner.train_on_episodes` (:class:`~rllib_ext.common.offpolicy.learner.ReplayLearner`'s
+template) receives the env runners' episode chunks, stores their
 transitions in a :class:`~rllib_ext.common.offpolicy.transitions.TransitionBuffer` (capacity
 ``replay_capacity``), and takes ``updates_per_env_step`` TD3 iterations per env step stored
 once ``initial_steps`` env steps have been seen (TD3's "for t ≥ start_timesteps: train"),
@@ -8,7 +9,7 @@ never before the buffer holds one minibatch. All minibatches due in one call are
 the buffer at once. The iteration itself (:meth:`_td3_update`) is the torch learner's
 (``torch/td3_torch_learner.py``, through :class:`~rllib_ext.common.offpolicy.td3.TD3Updater`).
 
-Checkpoints (:meth:`get_state`, key ``"td3"``): the env-step and update counters, the update
+Checkpoints (the base's ``get_state``, key ``"td3"``): the env-step and update counters, the update
 credit, the updater's counters and noise generator, and with ``checkpoint_replay`` the
 buffer's contents. The weights, targets and optimizer states are RLlib's own learner state
 (module and optimizer components).
@@ -24,8 +25,8 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
-from ray.rllib.utils.typing import StateDict
 
+from rllib_ext.common.offpolicy.learner import ReplayLearner
 from rllib_ext.common.offpolicy.transitions import TransitionBuffer
 
 STATE_KEY = "td3"
@@ -64,9 +65,12 @@ def transitions_from_episodes(episodes: list) -> dict[str, np.ndarray]:
     return {k: np.concatenate([p[i] for p in parts]) for i, k in enumerate(keys)}
 
 
-class TD3Learner(Learner):
+class TD3Learner(ReplayLearner):
     """Owns the replay buffer and the update schedule (module docstring); the torch learner
     implements :meth:`_td3_update` (one TD3 iteration on one minibatch)."""
+
+    STATE_KEY = STATE_KEY
+    REPLAY_STATE_KEY = "replay"
 
     @override(Learner)
     def build(self) -> None:
@@ -80,15 +84,9 @@ class TD3Learner(Learner):
         self._num_updates = 0
         self._credit = 0.0  # TD3 iterations due but not yet taken
 
-    def td3_train(self, episodes: list) -> dict[str, Any]:
-        """Stores the chunks' transitions and takes the TD3 iterations they make due.
-
-        Args:
-            episodes: Episode chunks (``SingleAgentEpisode``) from the env runners.
-
-        Returns:
-            ``results`` (this Learner's reduced metrics) and ``num_updates`` (of this call).
-        """
+    @override(ReplayLearner)
+    def _store(self, episodes: list) -> int:
+        """Stores the chunks' transitions; TD3 iterations are due per env step after ``initial_steps``."""
         c = self.config
         t = transitions_from_episodes(episodes)
         n = len(t["rewards"]) if t else 0
@@ -98,22 +96,29 @@ class TD3Learner(Learner):
         if len(self.replay) >= c.train_batch_size_per_learner:  # TD3: train once t >= start_timesteps
             self._credit += max(0, self._env_steps - max(before, c.initial_steps)) * c.updates_per_env_step
         due = int(self._credit)
-        if due > 0:
-            self._credit -= due
-            batches = self.replay.sample(c.train_batch_size_per_learner, num_batches=due)
-            stats = [self._td3_update({k: v[i] for k, v in batches.items()}) for i in range(due)]
-            self._num_updates += due
-            self._weights_seq_no += 1  # the env runners' actor is out of date
-            keys = {k for s in stats for k in s}  # actor_loss: only on the delayed iterations
-            means = {k: float(np.mean([s[k] for s in stats if k in s])) for k in keys}
-            # "item": the Algorithm's logger keeps the latest call's value (window=1 means do not
-            # merge that way across several training_step calls per iteration).
-            self.metrics.log_dict(means, key=DEFAULT_MODULE_ID, reduce="item")
+        self._credit -= due
+        return due
+
+    @override(ReplayLearner)
+    def _take_updates(self, num_updates: int) -> None:
+        """``num_updates`` TD3 iterations on minibatches drawn at once; their statistics' means logged."""
+        batches = self.replay.sample(self.config.train_batch_size_per_learner, num_batches=num_updates)
+        stats = [self._td3_update({k: v[i] for k, v in batches.items()}) for i in range(num_updates)]
+        self._num_updates += num_updates
+        self._weights_seq_no += 1  # the env runners' actor is out of date
+        keys = {k for s in stats for k in s}  # actor_loss: only on the delayed iterations
+        means = {k: float(np.mean([s[k] for s in stats if k in s])) for k in keys}
+        # "item": the Algorithm's logger keeps the latest call's value (window=1 means do not
+        # merge that way across several training_step calls per iteration).
+        self.metrics.log_dict(means, key=DEFAULT_MODULE_ID, reduce="item")
+
+    @override(ReplayLearner)
+    def _log_replay_metrics(self) -> None:
+        """Replay size, TD3 iterations and env steps stored (lifetime)."""
         m = self.metrics
         m.log_value((ALL_MODULES, REPLAY_SIZE_KEY), len(self.replay), reduce="item")
         m.log_value((ALL_MODULES, NUM_UPDATES_KEY), self._num_updates, reduce="item")
         m.log_value((ALL_MODULES, ENV_STEPS_STORED_KEY), self._env_steps, reduce="item")
-        return {"results": m.reduce(), "num_updates": due}
 
     @abc.abstractmethod
     def _td3_update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
@@ -129,37 +134,13 @@ class TD3Learner(Learner):
         """TD3 iterations taken so far."""
         return self._num_updates
 
-    def _extra_state(self) -> dict[str, Any]:
-        """Algorithm-specific state beyond the counters kept here (the updater's)."""
-        return {}
+    @override(ReplayLearner)
+    def _counter_state(self) -> dict[str, Any]:
+        """Env-step and update counters and the update credit (the torch learner adds its updater's)."""
+        return {"env_steps": self._env_steps, "num_updates": self._num_updates, "credit": self._credit}
 
-    def _set_extra_state(self, state: dict[str, Any]) -> None:
-        """Restores :meth:`_extra_state`'s output."""
-
-    @override(Learner)
-    def get_state(self, components=None, *, not_components=None, **kwargs) -> StateDict:
-        """RLlib's learner state plus ``"td3"``: counters, credit, updater state, optional replay."""
-        state = super().get_state(components, not_components=not_components, **kwargs)
-        if self._check_component(STATE_KEY, components, not_components):
-            state[STATE_KEY] = {
-                "env_steps": self._env_steps,
-                "num_updates": self._num_updates,
-                "credit": self._credit,
-                **self._extra_state(),
-            }
-            if self.config.checkpoint_replay:
-                state[STATE_KEY]["replay"] = self.replay.get_state()
-        return state
-
-    @override(Learner)
-    def set_state(self, state: StateDict) -> None:
-        """Restores :meth:`get_state`'s output (without ``replay`` the buffer starts empty)."""
-        super().set_state(state)
-        s = state.get(STATE_KEY)
-        if s is not None:
-            self._env_steps = int(s["env_steps"])
-            self._num_updates = int(s["num_updates"])
-            self._credit = float(s["credit"])
-            self._set_extra_state(s)
-            if "replay" in s:
-                self.replay.set_state(s["replay"])
+    @override(ReplayLearner)
+    def _set_counter_state(self, state: dict[str, Any]) -> None:
+        self._env_steps = int(state["env_steps"])
+        self._num_updates = int(state["num_updates"])
+        self._credit = float(state["credit"])

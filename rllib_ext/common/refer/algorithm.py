@@ -28,48 +28,13 @@ machine); :class:`~rllib_ext.common.refer.memory.ReplayMemory` also runs as a Ra
 
 from __future__ import annotations
 
-from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
-from ray.rllib.utils.annotations import override
-from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    ENV_RUNNER_SAMPLING_TIMER,
-    LEARNER_RESULTS,
-    LEARNER_UPDATE_TIMER,
-    SYNCH_WORKER_WEIGHTS_TIMER,
-    TIMERS,
-)
-
-from rllib_ext.common.guards import FiniteParametersGuard, assert_finite_learner_parameters
-from rllib_ext.common.steps import log_all_used
+from rllib_ext.common.offpolicy.algorithm import OffPolicyAlgorithm
 
 
-class ReFERAlgorithm(FiniteParametersGuard, Algorithm):
-    """Algorithm 1 of paper 003 on RLlib's env runners and Learner (see the module docstring)."""
+class ReFERAlgorithm(OffPolicyAlgorithm):
+    """Algorithm 1 of paper 003 on RLlib's env runners and Learner (see the module docstring).
 
-    @override(Algorithm)
-    def training_step(self) -> None:
-        """Samples env steps, hands them to the Learner (RM, gradient steps), syncs weights."""
-        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            episodes, env_runner_results = synchronous_parallel_sample(
-                worker_set=self.env_runner_group,
-                concat=True,
-                sample_timeout_s=self.config.sample_timeout_s,
-                _uses_new_env_runners=True,
-                _return_metrics=True,
-            )
-        self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
-        log_all_used(self.metrics)  # every sampled step enters the replay memory (episodes, in order)
-
-        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            outs = [
-                r.get()
-                for r in self.learner_group.foreach_learner(lambda learner, _e=episodes: learner.refer_train(_e))
-            ]
-        results = [o["results"] for o in outs if o.get("results")]
-        if results:
-            self.metrics.aggregate(results, key=LEARNER_RESULTS)
-        if any(o["weights_changed"] for o in outs):
-            assert_finite_learner_parameters(self, "before syncing them to the env runners")
-            with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
-                self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+    The loop is :class:`~rllib_ext.common.offpolicy.algorithm.OffPolicyAlgorithm`'s
+    ``training_step``; the ReF-ER steps are the Learner's
+    (:class:`~rllib_ext.common.refer.learner.ReFERLearner`).
+    """

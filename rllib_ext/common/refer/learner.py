@@ -1,7 +1,7 @@
 """The Learner part of Algorithm 1 (paper 003, App. C) shared by VRACER_EXT, DDPG_EXT, NAF_EXT.
 
 The Learner owns the replay memory (RM, :class:`~rllib_ext.common.refer.memory.ReplayMemory`) and
-the ReF-ER state (:class:`~rllib_ext.common.refer.rules.ReFER`: β, t). :meth:`ReFERLearner.refer_train`
+the ReF-ER state (:class:`~rllib_ext.common.refer.rules.ReFER`: β, t). :meth:`ReFERLearner.train_on_episodes`
 receives the env runners' episode chunks and runs Algorithm 1 from "store" to "update β":
 
 * completed episodes enter the RM (algorithm hook :meth:`_score_episode` adds V and ρ at
@@ -17,7 +17,7 @@ receives the env runners' episode chunks and runs Algorithm 1 from "store" to "u
 
 Metrics: the per-step ones (the minibatch statistics of :meth:`log_batch_metrics`, the loss,
 RLlib's trained-step counters) are accumulated over the gradient steps of one
-:meth:`refer_train` call and logged once at its end: the minibatch statistics and
+:meth:`train_on_episodes` call and logged once at its end: the minibatch statistics and
 ``total_loss`` as their mean over the call's steps, the counters as their sums,
 ``far_policy_fraction`` (n_far/N of the whole memory) as its value after the last step.
 
@@ -39,8 +39,8 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
-from ray.rllib.utils.typing import StateDict
 
+from rllib_ext.common.offpolicy.learner import ReplayLearner
 from rllib_ext.common.refer.config import _refer_eta
 from rllib_ext.common.refer.episodes import EpisodeAssembler
 from rllib_ext.common.refer.memory import ReplayMemory, per_beta_schedule
@@ -63,13 +63,16 @@ DROPPED_EPISODES_KEY = "episodes_dropped_unfinished_lifetime"
 PER_BETA_KEY = "per_beta"
 
 
-class ReFERLearner(Learner):
+class ReFERLearner(ReplayLearner):
     """Owns the RM and the ReF-ER state; runs Algorithm 1's store/update loop (module docstring).
 
     Subclasses implement the loss (``compute_loss_for_module``), which reads
     :attr:`refer` (β, c_max, the active rules) and leaves per-sample outputs in
     :attr:`_stash` for :meth:`_write_back`.
     """
+
+    STATE_KEY = STATE_KEY
+    REPLAY_STATE_KEY = "memory"
 
     @override(Learner)
     def build(self) -> None:
@@ -93,36 +96,40 @@ class ReFERLearner(Learner):
         self._env_steps = 0  # env steps since training started
         self._state_stats_set = False
         self._stash: dict[str, Any] = {}
-        # Per-step metrics of the current refer_train call: key -> [sum, count] (see the module docstring).
+        # Per-step metrics of the current train_on_episodes call: key -> [sum, count] (see the module docstring).
         self._step_sums: dict[tuple, list] = {}
         self._far_fraction: float | None = None
 
     # ------------------------------------------------------------------ Algorithm 1
-    def refer_train(self, episodes: list) -> dict[str, Any]:
-        """Stores new env steps and takes the gradient steps they make due (one per F steps).
+    @property
+    def replay(self) -> ReplayMemory:
+        """The RM (the replay of :class:`~rllib_ext.common.offpolicy.learner.ReplayLearner`)."""
+        return self.memory
 
-        Args:
-            episodes: Episode chunks (``SingleAgentEpisode``) from the env runners.
-
-        Returns:
-            ``results`` (reduced metrics), ``num_updates`` (of this call) and
-            ``weights_changed`` (whether the env runners need new weights).
-        """
+    @override(ReplayLearner)
+    def _store(self, episodes: list) -> int:
+        """Stores completed episodes; once the RM holds N_start steps, one gradient step is due per F env steps."""
         new_steps = sum(len(e) for e in episodes)
         for ep in self.assembler.add(episodes):  # Algorithm 2: store whole episodes
             self.memory.add_episode(**ep, **self._score_episode(ep))
-        weights_changed = False
-        num_updates = 0
-        if len(self.memory) >= self.config.n_start:
-            if not self._state_stats_set:  # App. B: statistics after N_start observations
-                self._set_state_stats(*self.memory.state_stats())
-                self._state_stats_set = True
-                weights_changed = True
-            self._env_steps += new_steps
-            due = int(self._env_steps / self.config.steps_per_update) - self._k  # t < F·k
-            for _ in range(max(0, due)):
-                self._gradient_step()
-                num_updates += 1
+        if len(self.memory) < self.config.n_start:
+            return 0
+        if not self._state_stats_set:  # App. B: statistics after N_start observations
+            self._set_state_stats(*self.memory.state_stats())
+            self._state_stats_set = True
+            self._weights_changed = True
+        self._env_steps += new_steps
+        return max(0, int(self._env_steps / self.config.steps_per_update) - self._k)  # t < F·k
+
+    @override(ReplayLearner)
+    def _take_updates(self, num_updates: int) -> None:
+        """``num_updates`` passes of Algorithm 1's inner loop."""
+        for _ in range(num_updates):
+            self._gradient_step()
+
+    @override(ReplayLearner)
+    def _log_replay_metrics(self) -> None:
+        """The per-step means of the call, n_far/N, and the ReF-ER, RM and assembler state."""
         self._log_step_metrics()
         m = self.metrics
         m.log_value((ALL_MODULES, REPLAY_SIZE_KEY), len(self.memory), window=1)
@@ -134,11 +141,6 @@ class ReFERLearner(Learner):
         m.log_value((ALL_MODULES, DROPPED_EPISODES_KEY), self.assembler.num_dropped_episodes, window=1)
         if self.config.replay_mode == "per":
             m.log_value((ALL_MODULES, PER_BETA_KEY), self.memory.per_beta, window=1)
-        return {
-            "results": m.reduce(),
-            "num_updates": num_updates,
-            "weights_changed": weights_changed or num_updates > 0,
-        }
 
     def _gradient_step(self) -> None:
         """One pass of Algorithm 1's inner loop: sample B, update, write back, update β."""
@@ -218,7 +220,7 @@ class ReFERLearner(Learner):
     def log_batch_metrics(self, module_id, *, kl, near, rho, **losses) -> None:
         """Records the minibatch's mean D_KL(μ‖π), share of Rule-1-zeroed gradients, far share, ρ.
 
-        They are logged as means over the gradient steps of the :meth:`refer_train` call.
+        They are logged as means over the gradient steps of the :meth:`train_on_episodes` call.
 
         Args:
             module_id: The module's id.
@@ -246,31 +248,21 @@ class ReFERLearner(Learner):
         """Sets every optimizer's learning rate to its initial value times ``factor``."""
 
     # ------------------------------------------------------------------ checkpoints
-    @override(Learner)
-    def get_state(self, components=None, *, not_components=None, **kwargs) -> StateDict:
-        """RLlib's learner state plus ``"refer"``: β, t, k, env steps, stats flag, reward scale."""
-        state = super().get_state(components, not_components=not_components, **kwargs)
-        state[STATE_KEY] = {
+    @override(ReplayLearner)
+    def _counter_state(self) -> dict[str, Any]:
+        """β, t (the ReF-ER state), k, env steps, whether the state statistics are fixed, the reward scale."""
+        return {
             **self.refer.get_state(),
             "k": self._k,
             "env_steps": self._env_steps,
             "state_stats_set": self._state_stats_set,
             "reward_scale": self.memory.reward_scale,
         }
-        if self.config.checkpoint_replay:
-            state[STATE_KEY]["memory"] = self.memory.get_state()
-        return state
 
-    @override(Learner)
-    def set_state(self, state: StateDict) -> None:
-        """Restores :meth:`get_state`'s output (without ``checkpoint_replay`` the RM starts empty)."""
-        super().set_state(state)
-        s = state.get(STATE_KEY)
-        if s is not None:
-            self.refer.set_state(s)
-            self._k = int(s["k"])
-            self._env_steps = int(s["env_steps"])
-            self._state_stats_set = bool(s["state_stats_set"])
-            self.memory.reward_scale = float(s["reward_scale"])
-            if "memory" in s:  # checkpoint_replay: the RM itself (its reward scale included)
-                self.memory.set_state(s["memory"])
+    @override(ReplayLearner)
+    def _set_counter_state(self, state: dict[str, Any]) -> None:
+        self.refer.set_state(state)
+        self._k = int(state["k"])
+        self._env_steps = int(state["env_steps"])
+        self._state_stats_set = bool(state["state_stats_set"])
+        self.memory.reward_scale = float(state["reward_scale"])  # the RM's own state, when restored, has it too

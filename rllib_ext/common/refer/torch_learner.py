@@ -12,7 +12,7 @@ sample becomes a dict of tensors (``torch.from_numpy``, no copy), then the modul
 is set; otherwise it returns the gradients unchanged), the optimizer steps (RLlib's
 ``apply_gradients`` when a gradient is not finite, so its nan/inf handling is kept), and the
 target networks' soft update. RLlib's per-update metrics (``total_loss``, the trained-step
-counters, ``weights_seq_no``, the learning rates) are logged once per ``refer_train`` call
+counters, ``weights_seq_no``, the learning rates) are logged once per ``train_on_episodes`` call
 (:meth:`ReFERLearner._log_step_metrics`). Configurations this path does not cover (several
 learners with DDP, a grad scaler, torch LR schedulers, ``torch_compile_learner``) go through
 ``Learner.update``.

@@ -81,14 +81,16 @@ class TD3TorchLearner(TorchThreadsLearner, TD3Learner, TorchLearner):
         self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
     ) -> torch.Tensor:
         """Not used: a TD3 iteration is two backward passes (critic, then actor), see the module docstring."""
-        raise NotImplementedError("TD3_EXT updates through TD3Learner.td3_train, not Learner.update")
+        raise NotImplementedError("TD3_EXT updates through TD3Learner.train_on_episodes, not Learner.update")
 
     @override(TD3Learner)
-    def _extra_state(self) -> dict[str, Any]:
+    def _counter_state(self) -> dict[str, Any]:
         state = {mid: u.get_state() for mid, u in self.updaters.items()}
-        return {"updaters": {mid: {k: s[k] for k in _UPDATER_STATE_KEYS} for mid, s in state.items()}}
+        updaters = {mid: {k: s[k] for k in _UPDATER_STATE_KEYS} for mid, s in state.items()}
+        return {**super()._counter_state(), "updaters": updaters}
 
     @override(TD3Learner)
-    def _set_extra_state(self, state: dict[str, Any]) -> None:
+    def _set_counter_state(self, state: dict[str, Any]) -> None:
+        super()._set_counter_state(state)
         for mid, s in state.get("updaters", {}).items():
             self.updaters[mid].set_state(s)

@@ -1,7 +1,7 @@
 """The ReF-ER learners' own gradient step (issue 19, "Faster learner") against RLlib's ``Learner.update``:
 same parameters, targets, optimizer state and memory after a few steps; the soft target update
 against RLlib's ``update_target_network``; fused Adam against the per-tensor loop; RLlib's nan/inf
-handling kept; metrics logged once per ``refer_train`` call as means; checkpoints; V-RACER's V(s_T)
+handling kept; metrics logged once per ``train_on_episodes`` call as means; checkpoints; V-RACER's V(s_T)
 from the minibatch's forward pass."""
 
 from __future__ import annotations
@@ -125,10 +125,10 @@ def test_metrics_are_logged_once_per_call_as_means_over_its_steps():
 
     learner._accumulate_step_metrics = spy
     learner._env_steps = 3  # F = 1: three gradient steps due
-    out = learner.refer_train([])
-    assert out["num_updates"] == 3
-    module = {k: v.peek() for k, v in out["results"][DEFAULT_MODULE_ID].items()}
-    shared = {k: v.peek() for k, v in out["results"]["__all_modules__"].items()}
+    out = learner.train_on_episodes([])
+    assert out.num_updates == 3
+    module = {k: v.peek() for k, v in out.results[DEFAULT_MODULE_ID].items()}
+    shared = {k: v.peek() for k, v in out.results["__all_modules__"].items()}
     batch_stats = [r for r in recorded if "mean_kl" in r]
     assert len(batch_stats) == 3
     for key in ("mean_kl", "zeroed_grad_fraction", "mean_rho", "policy_loss", "vf_loss"):
