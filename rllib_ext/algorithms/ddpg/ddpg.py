@@ -14,14 +14,14 @@ statistics and the reward scale; the replay memory's contents only with ``checkp
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any
 
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.refer.algorithm import ReFERAlgorithm
 from rllib_ext.common.refer.config import ReFERQConfig
+from rllib_ext.settings import Setting, changed, unused
 
 
 class DDPGConfig(ReFERQConfig):
@@ -35,42 +35,38 @@ class DDPGConfig(ReFERQConfig):
     network's η(t), since β weighs the policy gradient (Algorithm 4).
     """
 
-    unused_settings = {**ReFERQConfig.unused_settings, "lr": "DDPG's learning rates are `actor_lr` and `critic_lr`"}
+    SETTINGS = {
+        "train_batch_size_per_learner": changed(default=128, source="128 (App. A)"),
+        "actor_lr": Setting(
+            1e-5,
+            float,
+            gt=0,
+            symbol="η (policy)",
+            source="1e-5 (App. A)",
+            doc="policy learning rate; annealed (Eq. 13) in the ReF-ER modes",
+        ),
+        "critic_lr": Setting(
+            1e-4,
+            float,
+            gt=0,
+            symbol="η (critic)",
+            source="1e-4 (App. A)",
+            doc="critic learning rate; annealed (Eq. 13) in the ReF-ER modes; `lr` is unused",
+        ),
+        "critic_weight_decay": Setting(1e-4, float, ge=0, source="1e-4 (App. A)", doc="critic L2 weight decay"),
+        "ou_theta": Setting(
+            0.15, float, ge=0, symbol="θ (OU)", source="0.15 (App. A)", doc="OU noise, used in `er`/`per` modes only"
+        ),
+        "ou_sigma": Setting(
+            0.2, float, ge=0, symbol="σ (OU)", source="0.2 (App. A)", doc="OU noise, used in `er`/`per` modes only"
+        ),
+        "lr": unused("DDPG's learning rates are `actor_lr` and `critic_lr`"),
+    }
     model_config_keys = (*ReFERQConfig.model_config_keys, "ou_noise", "ou_theta", "ou_sigma")
 
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or DDPG)
-        self.train_batch_size_per_learner = 128
-        self.actor_lr = 1e-5
-        self.critic_lr = 1e-4
-        self.critic_weight_decay = 1e-4
-        self.ou_theta = 0.15
-        self.ou_sigma = 0.2
-
-    @override(ReFERQConfig)
-    def training(
-        self,
-        *,
-        actor_lr: float | None = NotProvided,
-        critic_lr: float | None = NotProvided,
-        critic_weight_decay: float | None = NotProvided,
-        ou_theta: float | None = NotProvided,
-        ou_sigma: float | None = NotProvided,
-        **kwargs,
-    ) -> Self:
-        """Sets DDPG's settings (class docstring) and those of :class:`ReFERQConfig`."""
-        super().training(**kwargs)
-        for name, value in (
-            ("actor_lr", actor_lr),
-            ("critic_lr", critic_lr),
-            ("critic_weight_decay", critic_weight_decay),
-            ("ou_theta", ou_theta),
-            ("ou_sigma", ou_sigma),
-        ):
-            if value is not NotProvided:
-                setattr(self, name, value)
-        return self
 
     @property
     @override(ReFERQConfig)
@@ -80,17 +76,6 @@ class DDPGConfig(ReFERQConfig):
             "ou_theta": self.ou_theta,
             "ou_sigma": self.ou_sigma,
         }
-
-    @override(ReFERQConfig)
-    def validate(self) -> None:
-        """ReFERQConfig's checks plus positive learning rates and a non-negative decay."""
-        super().validate()
-        for name in ("actor_lr", "critic_lr"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                self._value_error(f"`{name}` must be > 0, got {value!r}")
-        if not isinstance(self.critic_weight_decay, (int, float)) or self.critic_weight_decay < 0:
-            self._value_error(f"`critic_weight_decay` must be >= 0, got {self.critic_weight_decay!r}")
 
     @override(ReFERQConfig)
     def get_default_learner_class(self):

@@ -12,14 +12,12 @@ statistics and the reward scale; the replay memory's contents only with ``checkp
 
 from __future__ import annotations
 
-from typing import Self
-
-from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.refer.algorithm import ReFERAlgorithm
 from rllib_ext.common.refer.config import ReFERQConfig
+from rllib_ext.settings import Setting
 
 #: Values of ``naf_beta_placement``: where β of Eq. (10) acts (``torch/naf_torch_learner.py``).
 BETA_PLACEMENTS = ("mean", "whole")
@@ -34,27 +32,19 @@ class NAFConfig(ReFERQConfig):
     Rule-1-masked TD error) or ``"whole"`` (β multiplies the whole Q-learning loss).
     """
 
+    SETTINGS = {
+        "naf_beta_placement": Setting(
+            "mean",
+            choices=BETA_PLACEMENTS,
+            source="— (Eq. 10 is generic)",
+            doc="`mean`: β and the D_KL penalty act on the gradient of m only (smarties); `whole`: β multiplies "
+            "the whole Q-loss",
+        ),
+    }
+
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or NAF)
-        self.naf_beta_placement = "mean"
-
-    @override(ReFERQConfig)
-    def training(self, *, naf_beta_placement: str | None = NotProvided, **kwargs) -> Self:
-        """Sets ``naf_beta_placement`` and the settings of :class:`ReFERQConfig`."""
-        super().training(**kwargs)
-        if naf_beta_placement is not NotProvided:
-            self.naf_beta_placement = naf_beta_placement
-        return self
-
-    @override(ReFERQConfig)
-    def validate(self) -> None:
-        """ReFERQConfig's checks plus a known ``naf_beta_placement``."""
-        super().validate()
-        if self.naf_beta_placement not in BETA_PLACEMENTS:
-            self._value_error(
-                f"`naf_beta_placement` must be one of {', '.join(BETA_PLACEMENTS)}, got {self.naf_beta_placement!r}"
-            )
 
     @override(ReFERQConfig)
     def get_default_learner_class(self):
