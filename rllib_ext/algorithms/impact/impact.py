@@ -53,10 +53,10 @@ import contextlib
 import logging
 import math
 import time
-from typing import Any, Self
+from typing import Any
 
 import ray
-from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.algorithms.appo.appo import APPO, APPOConfig
 from ray.rllib.core import COMPONENT_ENV_TO_MODULE_CONNECTOR, COMPONENT_MODULE_TO_ENV_CONNECTOR
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -85,17 +85,17 @@ from rllib_ext.common.guards import (
     FiniteSingleAgentEnvRunner,
 )
 from rllib_ext.common.steps import log_all_used, steps_in_episodes
-from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     OLD_STACK_OBSERVATION_FILTER,
     KeepsMinusOneSettings,
     check_default_module_builds,
     check_finite_settings,
     check_optimizer,
-    check_unused_settings,
     check_user_module,
+    is_number,
     module_spaces,
 )
+from rllib_ext.settings import Configurable, Setting, unused
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ IGNORED_SETTINGS: dict[str, str] = {
 }
 
 
-class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
+class IMPACTConfig(Configurable, KeepsMinusOneSettings, APPOConfig):
     """Configuration of IMPACT_EXT (paper 004).
 
     Defaults follow the paper's Table 1 (discrete control) with RLlib's default network, which
@@ -197,134 +197,284 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         >>> algo = config.build_algo()  # doctest: +SKIP
     """
 
+    SETTINGS = {
+        "circular_buffer_num_batches": Setting(
+            4,
+            int,
+            ge=1,
+            rllib=True,
+            symbol="N",
+            source='4 (T1), 16 (T2); §4.3: "N = 1, K = 2 works best" for discrete',
+            doc="slots of C(N, K), traversed in turn (Fig. 4a)",
+        ),
+        "circular_buffer_queue_size": Setting(
+            4,
+            int,
+            ge=1,
+            doc="worker batches that may wait for a free slot; when one more arrives the oldest waiting batch is "
+            "dropped before any draw and counted (sampling outpaces the learner)",
+        ),
+        "learner_thread": Setting(
+            True,
+            bool,
+            source="Fig. 1c",
+            doc="True: the learner draws and updates in its own thread and never blocks sampling; False: inside "
+            "`training_step` (the learner blocks sampling; for debugging and as an ablation)",
+        ),
+        "max_requests_in_flight_per_env_runner": Setting(
+            2,
+            int,
+            ge=1,
+            rllib=True,
+            shown="2 (RLlib: 1)",
+            doc="sample requests each runner has in flight, so that it samples while the driver collects",
+        ),
+        "circular_buffer_iterations_per_batch": Setting(
+            2,
+            int,
+            ge=1,
+            rllib=True,
+            symbol="K",
+            source="2 (T1), 20 (T2; 32 for HalfCheetah)",
+            doc="draws of one batch before it leaves its slot (Alg. 1 l. 10); every batch that reaches a slot is "
+            "drawn exactly K times",
+        ),
+        "train_batch_size_per_learner": Setting(
+            500,
+            int,
+            ge=1,
+            rllib=True,
+            symbol='M, "Train Batch Size"',
+            source="500 (T1), 32768 (T2)",
+            doc="env steps per train batch (one buffer entry)",
+        ),
+        "rollout_fragment_length": Setting(
+            50,
+            int,
+            ge=1,
+            also=("auto",),
+            rllib=True,
+            symbol='S, "Sample Batch Size"',
+            source="50 (T1), 1024 (T2)",
+            doc="env steps a worker samples per call (Worker-i l. 3); each V-trace GAE-λ trace runs to the end of "
+            "its fragment or episode",
+        ),
+        "target_worker_clipping": Setting(
+            2.0,
+            float,
+            ge=1,
+            rllib=True,
+            symbol="ρ (β = 1/ρ)",
+            source="2.0 (T1, T2); ρ ≥ 1 (§3.1)",
+            doc="R3 = πθ / max(πtarget, β·πworker); must be ≥ 1",
+        ),
+        "target_network_update_freq": Setting(
+            None,
+            int,
+            ge=1,
+            also=(None,),
+            rllib=True,
+            symbol="t_target, n",
+            source="n = N·K (§4.1.1)",
+            shown="None (= N·K)",
+            doc="learner updates between target syncs; the unit differs from APPO's (env steps); 1–4 is rejected "
+            "unless `force_target_network_update_freq`",
+        ),
+        "force_target_network_update_freq": Setting(
+            False,
+            bool,
+            doc='accept a `target_network_update_freq` of 1–4, the range where "the agent does not learn" '
+            "(§4.1.1, Fig. 3b)",
+        ),
+        "tau": Setting(
+            1.0,
+            float,
+            gt=0,
+            le=1,
+            rllib=True,
+            source="copy (Alg. 1 l. 2, 11)",
+            doc="target update θ' ← τθ + (1−τ)θ' at each sync; 1.0 copies",
+        ),
+        "broadcast_interval": Setting(
+            1,
+            int,
+            ge=1,
+            rllib=True,
+            symbol="t_frequency",
+            source="— (Alg. 1 l. 12)",
+            doc="learner updates between weight broadcasts (snapshots the driver ships at its next loop)",
+        ),
+        "clip_param": Setting(
+            0.3,
+            float,
+            gt=0,
+            rllib=True,
+            symbol="ε",
+            source="0.3 (T1), 0.4 (T2)",
+            doc="PPO's clip of R: min(R·A, clip(R, 1−ε, 1+ε)·A) (§4.1, App. E)",
+        ),
+        "lambda_": Setting(
+            0.995,
+            float,
+            ge=0,
+            le=1,
+            rllib=True,
+            symbol="λ",
+            source="0.995 (T1, T2)",
+            doc="λ of V-trace GAE-λ (§3.1)",
+        ),
+        "gamma": Setting(
+            0.99, float, ge=0, le=1, rllib=True, symbol="γ", source="0.99 (T1), 0.995 (T2)", doc="discount"
+        ),
+        "lr": Setting(
+            1e-4,
+            (float, list),
+            gt=0,
+            rllib=True,
+            symbol="α_t (and β_t)",
+            source="1e-4 (T1), 3e-4 (T2)",
+            doc="learning rate of the one optimizer over policy and value parameters; a schedule is allowed",
+        ),
+        "use_kl_loss": Setting(
+            True, bool, rllib=True, source="KL term of Alg. 1 l. 8", doc="adds η·KL(πtarget ‖ πθ) to the loss"
+        ),
+        "kl_coeff": Setting(
+            0.0,
+            float,
+            rllib=True,
+            symbol="η (initial)",
+            source="0.0 (T1), 1.0 (T2)",
+            doc="initial KL coefficient (>= 0 with the KL loss); the adaptive rule multiplies it, so 0.0 stays 0",
+        ),
+        "kl_target": Setting(
+            0.01,
+            float,
+            rllib=True,
+            source="0.01 (T1), 0.04 (T2)",
+            doc="(> 0 with the KL loss) η ×1.5 if mean KL > 2·target, ×0.5 if < target/2, at each target sync",
+        ),
+        "vf_loss_coeff": Setting(
+            1.0,
+            float,
+            ge=0,
+            rllib=True,
+            symbol='"Value Function Coeff"',
+            source="1.0 (T1, T2; 0.5 for HalfCheetah)",
+            doc="weight of the value loss ½(V − V̂)², V̂ the critic target (`value_target`)",
+        ),
+        "entropy_coeff": Setting(
+            0.01,
+            (float, list),
+            rllib=True,
+            symbol='"Entropy Coeff"',
+            source="0.01 (T1), 0.0 (T2)",
+            doc="entropy bonus; a schedule is allowed",
+        ),
+        "grad_clip": Setting(
+            10.0,
+            float,
+            gt=0,
+            also=(None,),
+            rllib=True,
+            symbol='"Grad Clipping"',
+            source="10.0 (T1), 0.5 (T2)",
+            doc="clip of the gradient (None: no clipping)",
+        ),
+        "grad_clip_by": Setting("global_norm", str, rllib=True, doc="how `grad_clip` clips (RLlib's)"),
+        "surrogate_ratio": Setting(
+            "r3",
+            choices=SURROGATE_RATIOS,
+            symbol="R1, R2, R3",
+            source="R3 (§3.1); R1, R2 in the §4.1 ablation",
+            doc="`r1` πθ/πtarget, `r2` πθ/πworker, `r3` IMPACT",
+        ),
+        "standardize_advantages": Setting(
+            False,
+            bool,
+            source="not in the paper",
+            doc="standardise each drawn batch's advantages (mean 0, std 1), as RLlib's PPO does",
+        ),
+        "optimizer": Setting(
+            "adam",
+            str,
+            source="not stated",
+            doc="`adam`, or paper 000's `sgd`, `msgd`, `dsgd` (`rllib_ext.optim`); DSGD is fed the workers' mean "
+            "return",
+        ),
+        "optimizer_kwargs": Setting(
+            {}, dict, doc="extra optimizer arguments (the learning rate always comes from `lr`)"
+        ),
+        "torch_num_threads": Setting(
+            1, int, ge=1, also=(None,), doc="torch threads of the learner's process (None: torch's default)"
+        ),
+        "value_target": Setting(
+            "v_gae",
+            choices=VALUE_TARGETS,
+            symbol="V̂_V-GAE (Alg. 1 l. 8)",
+            source="V̂_V-GAE, not defined further",
+            doc="the critic's regression target: `v_gae` V + A^V-GAE (same λ as the advantage), `vtrace` the "
+            "λ = 1 V-trace target v_s (IMPALA, the authors' code)",
+        ),
+        "vtrace_clip_rho_threshold": Setting(
+            1.0,
+            float,
+            gt=0,
+            rllib=True,
+            symbol="ρ̄",
+            source="not given",
+            doc="truncation of ρ_i on the TD errors δ_i of A^V-GAE (and so of the critic target)",
+        ),
+        "vtrace_clip_c_threshold": Setting(
+            1.0,
+            float,
+            gt=0,
+            symbol="c̄",
+            source="not given",
+            doc="truncation of the trace coefficients c_j of A^V-GAE (§3.1)",
+        ),
+        "num_env_runners": Setting(
+            2,
+            int,
+            ge=0,
+            rllib=True,
+            symbol="W",
+            source="not given; 16 CPUs (MuJoCo), 32 (Atari), 1 GPU each (§4.3)",
+            doc="workers; `rllib train` fits it to the free CPUs unless you pass `--num-env-runners`",
+        ),
+        "num_learners": Setting(
+            0,
+            int,
+            ge=0,
+            rllib=True,
+            source='one "master learner" (§3, Fig. 1c) on 1 GPU (§4.3)',
+            doc="0: the learner and the buffer live in the driver; 1: in their own learner actor; L ≥ 2: L "
+            "learner actors, each with its own C(N, K), whose gradients torch DDP averages in every update",
+        ),
+        "timeout_s_sampler_manager": Setting(
+            0.01,
+            float,
+            ge=0,
+            rllib=True,
+            doc="seconds the driver waits for worker fragments in each loop (APPO: 0.0, a busy loop)",
+        ),
+        "min_time_s_per_iteration": Setting(
+            10,
+            float,
+            ge=0,
+            also=(None,),
+            rllib=True,
+            doc="seconds per reported iteration (RLlib's IMPALA/APPO value)",
+        ),
+        **{name: unused(why) for name, why in IGNORED_SETTINGS.items()},
+    }
+
     def __init__(self, algo_class=None):
-        """Initializes an IMPACTConfig with the paper's Table 1 values."""
+        """Initializes an IMPACTConfig with the paper's Table 1 values (:attr:`SETTINGS`)."""
         super().__init__(algo_class=algo_class or IMPACT)
-
-        # Table 1 (discrete environments), IMPACT column.
-        self.clip_param = 0.3
-        self.entropy_coeff = 0.01
-        self.grad_clip = 10.0
-        self.grad_clip_by = "global_norm"
-        self.gamma = 0.99
-        self.lambda_ = 0.995
-        self.lr = 1e-4
-        self.circular_buffer_num_batches = 4  # N
-        self.circular_buffer_iterations_per_batch = 2  # K
-        self.rollout_fragment_length = 50  # sample batch size
-        self.train_batch_size_per_learner = 500  # M
-        self.use_kl_loss = True
-        self.kl_coeff = 0.0  # Table 1 lists 0.0 for discrete; Table 2 uses 1.0
-        self.kl_target = 0.01
-        self.vf_loss_coeff = 1.0
-        self.target_worker_clipping = 2.0  # ρ
-
-        # Algorithm 1.
-        self.target_network_update_freq = None  # None -> N * K learner updates (§4.1.1)
-        self.broadcast_interval = 1
-        self.learner_thread = True  # Figure 1c: the learner never waits for the workers
-        self.circular_buffer_queue_size = 4
-        self.max_requests_in_flight_per_env_runner = 2
-        self.tau = 1.0  # the paper copies the weights: (θ', w') <- (θ, w)
-
-        # IMPACT_EXT specific.
-        self.surrogate_ratio = "r3"
-        # Not in paper 004: standardise the advantages of each drawn batch to mean 0, std 1
-        # before the surrogate, as RLlib's PPO does (off = the paper).
-        self.standardize_advantages = False
-        self.optimizer = "adam"
-        self.optimizer_kwargs = {}
-        self.torch_num_threads = 1
-        # Critic target (Algorithm 1 line 8): V + A^{V-GAE} (λ-consistent), or "vtrace" (λ = 1).
-        self.value_target = "v_gae"
-        # V-trace truncations of §3.1's A^{V-GAE}: ρ̄ on the TD errors δ_i is RLlib's
-        # `vtrace_clip_rho_threshold` (1.0); c̄ on the trace coefficients c_j is this one (1.0,
-        # as in V-trace). The paper gives neither value.
-        self.vtrace_clip_c_threshold = 1.0
-        # Accept a `target_network_update_freq` in §4.1.1's "does not learn" range (1 to 4).
-        self.force_target_network_update_freq = False
-
-        # Execution: the learner runs in the driver (one local Learner) on small machines;
-        # `num_learners=1` puts it in its own actor (e.g. on a GPU); 2 or more are data parallel
-        # (torch DDP), each with its own circular buffer.
-        self.num_learners = 0
-        self.num_env_runners = 2
-        # Seconds the driver waits for worker batches when the buffer has nothing to draw
-        # (0 would busy-spin the driver, costing a CPU core the workers need).
-        self.timeout_s_sampler_manager = 0.01
-        self.min_time_s_per_iteration = 10
         # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
         # (logged, counted in env_runners/num_env_step_failures), not the env runner.
         self.env_runner_cls = FiniteSingleAgentEnvRunner
         self.restart_failed_sub_environments = True
-
-    @override(APPOConfig)
-    def training(
-        self,
-        *,
-        surrogate_ratio: str | None = NotProvided,
-        value_target: str | None = NotProvided,
-        vtrace_clip_c_threshold: float | None = NotProvided,
-        force_target_network_update_freq: bool | None = NotProvided,
-        learner_thread: bool | None = NotProvided,
-        circular_buffer_queue_size: int | None = NotProvided,
-        standardize_advantages: bool | None = NotProvided,
-        optimizer: str | None = NotProvided,
-        optimizer_kwargs: dict[str, Any] | None = NotProvided,
-        torch_num_threads: int | None = NotProvided,
-        **kwargs,
-    ) -> Self:
-        """Sets the training configuration (APPO's settings plus IMPACT_EXT's own).
-
-        Args:
-            surrogate_ratio: "r3" (IMPACT, default), "r1" (πθ/πtarget) or "r2" (πθ/πworker),
-                the ablation of paper 004 §4.1.
-            value_target: The critic's regression target (Algorithm 1 line 8, V̂_{V-GAE}):
-                "v_gae" (default) V(s_t) + A^{V-GAE}_t with the advantage's λ, or "vtrace" the
-                λ = 1 V-trace target v_s (what IMPALA and the authors' APPO code regress on).
-            vtrace_clip_c_threshold: c̄, the truncation of the trace coefficients
-                c_j = min(c̄, πtarget/πworker) of A^{V-GAE} (§3.1); 1.0 as in V-trace.
-            force_target_network_update_freq: Accept a ``target_network_update_freq`` of 1 to 4,
-                the range where "the agent does not learn" (§4.1.1); False rejects it.
-            learner_thread: True (default): the learner draws and updates in its own thread and
-                never blocks sampling (Figure 1c); False: inside ``training_step``.
-            circular_buffer_queue_size: Worker batches that may wait for a free slot of C(N, K)
-                (4); when one more arrives the oldest waiting batch is dropped and counted.
-            standardize_advantages: Standardise each batch's advantages (mean 0, std 1 over
-                its valid steps) before the surrogate, as RLlib's PPO does. Not in paper 004;
-                False (default) is the paper.
-            optimizer: Optimizer name from ``rllib_ext.optim``: "adam" (default), or paper
-                000 §4's "sgd", "msgd", "dsgd".
-            optimizer_kwargs: Extra keyword arguments for the optimizer's constructor (the
-                learning rate always comes from ``lr``).
-            torch_num_threads: torch threads of the Learner's process (1; None: torch's default).
-            **kwargs: Any setting of :class:`APPOConfig.training` / :class:`IMPALAConfig`,
-                e.g. ``target_worker_clipping`` (ρ), ``circular_buffer_num_batches`` (N),
-                ``circular_buffer_iterations_per_batch`` (K), ``target_network_update_freq``
-                (updates between target syncs; None = N·K), ``broadcast_interval``,
-                ``clip_param`` (ε), ``lambda_`` (λ), ``use_kl_loss``, ``kl_coeff``,
-                ``kl_target``, ``vf_loss_coeff``, ``entropy_coeff``, ``grad_clip``.
-
-        Returns:
-            This updated config.
-        """
-        super().training(**kwargs)
-        own = {
-            "surrogate_ratio": surrogate_ratio,
-            "value_target": value_target,
-            "vtrace_clip_c_threshold": vtrace_clip_c_threshold,
-            "force_target_network_update_freq": force_target_network_update_freq,
-            "learner_thread": learner_thread,
-            "circular_buffer_queue_size": circular_buffer_queue_size,
-            "standardize_advantages": standardize_advantages,
-            "optimizer": optimizer,
-            "optimizer_kwargs": optimizer_kwargs,  # validate() names a non-dict
-            "torch_num_threads": torch_num_threads,
-        }
-        for name, value in own.items():
-            if value is not NotProvided:
-                setattr(self, name, value)
-        return self
 
     @property
     def target_update_interval(self) -> int:
@@ -335,39 +485,12 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
 
     @override(APPOConfig)
     def validate(self) -> None:
-        """Checks IMPACT's settings (before any actor starts), then APPO's."""
-        rho = self.target_worker_clipping
-        if not isinstance(rho, (int, float)) or isinstance(rho, bool) or rho <= 0:
-            self._value_error(
-                f"`target_worker_clipping` (rho) must be a number >= 1, got {rho!r}: beta = "
-                "1/rho must be in (0, 1] (paper 004 §3.1)"
-            )
-        if rho < 1.0:
-            self._value_error(
-                f"`target_worker_clipping` (rho) must be >= 1, got {rho}: the paper requires "
-                "rho >= 1 so that beta = 1/rho <= 1 (paper 004 §3.1)"
-            )
-        for name, label in (
-            ("circular_buffer_num_batches", "N"),
-            ("circular_buffer_iterations_per_batch", "K"),
-        ):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                self._value_error(f"`{name}` ({label}) must be an integer >= 1, got {value!r}")
-        m = self.train_batch_size_per_learner
-        if not isinstance(m, int) or isinstance(m, bool) or m < 1:
-            self._value_error(f"`train_batch_size_per_learner` (M) must be an integer >= 1, got {m!r}")
+        """The table's checks (before any actor starts), APPO's, then IMPACT's rules between settings."""
+        if self.is_multi_agent and self.env_runner_cls is FiniteSingleAgentEnvRunner:
+            # Several policies sample in RLlib's MultiAgentEnvRunner, with the same NaN/inf guard.
+            self.env_runner_cls = FiniteMultiAgentEnvRunner
+        super().validate()
         freq = self.target_network_update_freq
-        if freq is not None and (not isinstance(freq, int) or isinstance(freq, bool) or freq < 1):
-            self._value_error(
-                "`target_network_update_freq` must be None (= N*K learner updates) or an "
-                f"integer >= 1 (learner updates between target syncs), got {freq!r}"
-            )
-        if not isinstance(self.force_target_network_update_freq, bool):
-            self._value_error(
-                "`force_target_network_update_freq` must be True or False, got "
-                f"{self.force_target_network_update_freq!r}"
-            )
         if freq is not None and freq <= MAX_NON_LEARNING_TARGET_PERIOD and not self.force_target_network_update_freq:
             self._value_error(
                 f"`target_network_update_freq` = {freq} learner updates between target syncs is in "
@@ -377,44 +500,13 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
                 "here). Use None (n = N*K, the paper's benchmark) or a larger value, or set "
                 "`force_target_network_update_freq=True` to run it anyway"
             )
-        if not isinstance(self.learner_thread, bool):
-            self._value_error(f"`learner_thread` must be True or False, got {self.learner_thread!r}")
-        q = self.circular_buffer_queue_size
-        if not isinstance(q, int) or isinstance(q, bool) or q < 1:
-            self._value_error(
-                f"`circular_buffer_queue_size` (worker batches waiting for a slot) must be an integer >= 1, got {q!r}"
-            )
-        bi = self.broadcast_interval
-        if not isinstance(bi, int) or isinstance(bi, bool) or bi < 1:
-            self._value_error(f"`broadcast_interval` must be an integer >= 1, got {bi!r}")
-        if self.surrogate_ratio not in SURROGATE_RATIOS:
-            self._value_error(
-                f"`surrogate_ratio` must be one of {', '.join(SURROGATE_RATIOS)}, got {self.surrogate_ratio!r}"
-            )
-        if self.value_target not in VALUE_TARGETS:
-            self._value_error(f"`value_target` must be one of {', '.join(VALUE_TARGETS)}, got {self.value_target!r}")
-        for name, label in (("vtrace_clip_rho_threshold", "rho_bar"), ("vtrace_clip_c_threshold", "c_bar")):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-                self._value_error(
-                    f"`{name}` ({label}, V-trace GAE-lambda truncation, paper 004 §3.1) must be a "
-                    f"number > 0, got {value!r}"
-                )
-        check_unused_settings(self, IGNORED_SETTINGS)
         # A user module (`rl_module_spec`) needs the target network and value function the loss
         # uses: checked here, not when the learner thread first calls `forward_target`.
         check_user_module(self)
-        if not isinstance(self.standardize_advantages, bool):
-            self._value_error(f"`standardize_advantages` must be True or False, got {self.standardize_advantages!r}")
         check_optimizer(self)
-        check_torch_num_threads(self)
-        if not isinstance(self.clip_param, (int, float)) or self.clip_param <= 0:
-            self._value_error(f"`clip_param` (epsilon) must be > 0, got {self.clip_param!r}")
-        if not isinstance(self.lambda_, (int, float)) or not 0.0 <= self.lambda_ <= 1.0:
-            self._value_error(f"`lambda_` must be in [0, 1], got {self.lambda_!r}")
-        if self.use_kl_loss and (not isinstance(self.kl_target, (int, float)) or self.kl_target <= 0):
+        if self.use_kl_loss and (not is_number(self.kl_target) or self.kl_target <= 0):
             self._value_error(f"`kl_target` must be > 0 when `use_kl_loss=True`, got {self.kl_target!r}")
-        if self.use_kl_loss and (not isinstance(self.kl_coeff, (int, float)) or self.kl_coeff < 0):
+        if self.use_kl_loss and (not is_number(self.kl_coeff) or self.kl_coeff < 0):
             self._value_error(f"`kl_coeff` must be >= 0, got {self.kl_coeff!r}")
         if not self.use_circular_buffer:
             self._value_error("IMPACT_EXT always uses its circular buffer: `use_circular_buffer` must be True")
@@ -423,10 +515,6 @@ class IMPACTConfig(KeepsMinusOneSettings, APPOConfig):
         if (error := clip_rewards_error(self.clip_rewards)) is not None:
             self._value_error(error)
         check_finite_settings(self)
-        if self.is_multi_agent and self.env_runner_cls is FiniteSingleAgentEnvRunner:
-            # Several policies sample in RLlib's MultiAgentEnvRunner, with the same NaN/inf guard.
-            self.env_runner_cls = FiniteMultiAgentEnvRunner
-        super().validate()
         # RLlib's default networks (its catalog) decide which spaces work: Discrete, Box and
         # MultiDiscrete actions; vector or (some) image observations. Per module for several
         # policies (a MultiAgentEnv mapped by `policy_mapping_fn`).
