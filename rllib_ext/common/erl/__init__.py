@@ -25,7 +25,7 @@ object-store reference.
 Modules, by role (as :mod:`rllib_ext.common.blackbox`):
 
 - ``config.py``: :class:`ERLConfig` (and ``TD3_KEYS``, the TD3 settings sent to the workers).
-- ``protocol.py``: the typed messages :class:`ERLPayload` and :class:`ERLResult`.
+- ``protocol.py``: the typed messages :class:`ERLPayload`, :class:`ERLResult` and :class:`CriticReply`.
 - ``env_runner.py``: :class:`ERLEnvRunner`.
 - ``critic_worker.py``: :class:`CriticWorker`.
 - ``algorithm.py``: :class:`ERLAlgorithm`, the driver base.

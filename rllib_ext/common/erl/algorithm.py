@@ -14,7 +14,7 @@ from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm
 from rllib_ext.common.erl.critic_worker import CriticWorker
-from rllib_ext.common.erl.protocol import ERLPayload
+from rllib_ext.common.erl.protocol import CriticReply, ERLPayload
 from rllib_ext.common.offpolicy.transitions import ReplayActor
 from rllib_ext.common.waits import get_within
 
@@ -141,8 +141,8 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             self.counters["critic_worker_restarts"] += 1
             self._make_critic()
 
-    def critic_result(self, ref: ray.ObjectRef) -> dict[str, Any] | None:
-        """The result of a critic ``train`` call, or None (and recovery) if an actor died."""
+    def critic_result(self, ref: ray.ObjectRef) -> CriticReply | None:
+        """The reply to a critic ``train`` call, or None (and recovery) if an actor died."""
         try:
             out = get_within(ref, "the critic worker's train call")
         except ray.exceptions.RayActorError as e:
@@ -154,19 +154,17 @@ class ERLAlgorithm(BlackBoxAlgorithm):
                 raise  # a real error in the critic's code: fail loudly
             self.recover_actor("replay actor", e)  # it died under the critic's sample call
             return None
-        if not out["steps"]:
+        if not out.steps:
             return out  # the replay holds less than one minibatch: nothing trained
-        self._last_critic = out["critic"]
-        self.critic_ref = ray.put(out["critic"])
-        self.counters["critic_steps"] += int(out["steps"])
+        self._last_critic = out.critic
+        self.critic_ref = ray.put(out.critic)
+        self.counters["critic_steps"] += int(out.steps)
         m = self.metrics
-        for key, value in out["stats"].items():
+        for key, value in out.stats.items():
             m.log_value((BLACKBOX, key), value, reduce="mean", window=20)
         # The critic is the family's gradient learner: its statistics also where RLlib reports a learner's.
-        self.log_learner_stats({key: value for key, value in out["stats"].items() if np.isscalar(value)})
-        m.log_value(
-            (BLACKBOX, "critic_updates_per_s"), out["steps"] / max(out["train_s"], 1e-9), reduce="mean", window=20
-        )
+        self.log_learner_stats({key: value for key, value in out.stats.items() if np.isscalar(value)})
+        m.log_value((BLACKBOX, "critic_updates_per_s"), out.steps / max(out.train_s, 1e-9), reduce="mean", window=20)
         return out
 
     @override(BlackBoxAlgorithm)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rllib_ext.common.erl.protocol import CriticReply
 from rllib_ext.common.offpolicy.td3 import TD3Updater, make_actor
 from rllib_ext.common.offpolicy.transitions import sample_chunks
 from rllib_ext.common.waits import get_within
@@ -76,15 +77,15 @@ class CriticWorker:
     def critic_weights(self) -> dict[str, np.ndarray]:
         return {k: v.detach().cpu().numpy().copy() for k, v in self.updater.critic.state_dict().items()}
 
-    def train(self, steps: int, actor_flat: np.ndarray) -> dict[str, Any]:
-        """``steps`` critic steps with π' = π = ``actor_flat``; returns the new critic weights."""
+    def train(self, steps: int, actor_flat: np.ndarray) -> CriticReply:
+        """``steps`` critic steps with π' = π = ``actor_flat``; the reply carries the new critic weights."""
         t0 = time.perf_counter()
         upd = self.updater
         batch = int(self.settings["rl_batch_size"])
         if (
             get_within(self.replay.size.remote(), "the replay actor's size") < batch
         ):  # e.g. after a restore without replay contents
-            return {"critic": None, "stats": {}, "steps": 0, "train_s": time.perf_counter() - t0}
+            return CriticReply(critic=None, stats={}, steps=0, train_s=time.perf_counter() - t0)
         upd.actor.set_flat(actor_flat)
         upd.actor_target.set_flat(actor_flat)
         done, sums = 0, {}
@@ -94,7 +95,7 @@ class CriticWorker:
                 sums[k] = sums.get(k, 0.0) + n * v
             done += n
         mean = {k: v / done for k, v in sums.items()}
-        return {"critic": self.critic_weights(), "stats": mean, "steps": done, "train_s": time.perf_counter() - t0}
+        return CriticReply(critic=self.critic_weights(), stats=mean, steps=done, train_s=time.perf_counter() - t0)
 
     def get_state(self) -> dict[str, Any]:
         return self.updater.get_state()

@@ -1,7 +1,8 @@
 """The ERL family's typed messages, on top of :mod:`rllib_ext.common.blackbox.protocol`.
 
 :class:`ERLPayload` is what the driver publishes once per update (μ, σ², the replay actor);
-:class:`ERLResult` is what a runner sends back for an individual or for μ. Individuals
+:class:`ERLResult` is what a runner sends back for an individual or for μ; :class:`CriticReply`
+is what the critic worker answers to a ``train`` call. Individuals
 themselves travel as :class:`~rllib_ext.common.blackbox.protocol.IndividualJob`\\ s (a seed, or a
 parameter reference), and μ's evaluations as
 :class:`~rllib_ext.common.blackbox.protocol.EvaluationJob`\\ s.
@@ -40,3 +41,22 @@ class ERLResult(EpisodeResult):
     rl: bool = False
     actor_loss: float = float("nan")
     train_s: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True, slots=True, eq=False)
+class CriticReply:
+    """The critic worker's answer to one ``train`` call (paper 001 Algorithm 1 line 3).
+
+    Attributes:
+        critic: The new critic weights (CPU arrays by parameter name), or None when nothing was
+            trained (the replay holds less than one minibatch, e.g. after a restore without
+            replay contents).
+        stats: Mean TD3 critic statistics over the call's steps (loss, Q values), by name.
+        steps: Critic steps taken (0: nothing trained).
+        train_s: Seconds the call took in the worker.
+    """
+
+    critic: dict[str, np.ndarray] | None
+    stats: dict[str, float]
+    steps: int
+    train_s: float

@@ -14,6 +14,7 @@ import pytest
 from rllib_ext.algorithms.cemrl.cemrl import CEMRLConfig
 from rllib_ext.common import waits
 from rllib_ext.common.erl import critic_worker
+from rllib_ext.common.erl.protocol import CriticReply
 from rllib_ext.common.offpolicy import td3
 
 OBS_DIM, ACT_DIM = 3, 1
@@ -64,6 +65,24 @@ def test_target_critic_soft_updates_follow_policy_delay(monkeypatch, policy_dela
     actor_flat = worker.updater.actor.get_flat()
     before = {k: v.clone() for k, v in worker.updater.critic_target.state_dict().items()}
     out = worker.train(steps, actor_flat)
-    assert out["steps"] == steps and len(calls) == expected
+    assert out.steps == steps and len(calls) == expected
     after = worker.updater.critic_target.state_dict()
     assert any(not np.allclose(before[k].numpy(), after[k].numpy()) for k in before)
+
+
+def test_train_replies_with_a_typed_message(monkeypatch):
+    """The reply is a :class:`CriticReply`: the new weights, the mean statistics, the steps."""
+    worker = _worker(monkeypatch)
+    out = worker.train(3, worker.updater.actor.get_flat())
+    assert isinstance(out, CriticReply)
+    assert out.steps == 3 and out.train_s > 0
+    assert set(out.critic) == set(worker.updater.critic.state_dict())
+    assert out.stats and all(np.isfinite(v) for v in out.stats.values())
+
+
+def test_train_on_a_replay_smaller_than_a_minibatch_trains_nothing(monkeypatch):
+    worker = _worker(monkeypatch)
+    worker.replay.size = _Call(lambda: 1)  # e.g. after a restore without replay contents
+    out = worker.train(5, worker.updater.actor.get_flat())
+    assert isinstance(out, CriticReply)
+    assert out.critic is None and out.steps == 0 and out.stats == {}
