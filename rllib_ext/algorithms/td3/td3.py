@@ -38,19 +38,19 @@ counters and the smoothing-noise generator; the replay contents only with
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 from rllib_ext.common.guards import FiniteSingleAgentEnvRunner
 from rllib_ext.common.offpolicy.algorithm import OffPolicyAlgorithm
+from rllib_ext.common.offpolicy.settings import TD3_SETTINGS
 from rllib_ext.common.offpolicy.td3 import PAPER_HIDDENS
-from rllib_ext.common.threads import check_torch_num_threads
 from rllib_ext.common.validation import (
     CLIP_REWARDS_UNREAD,
     CONTINUOUS,
@@ -60,13 +60,12 @@ from rllib_ext.common.validation import (
     check_finite_settings,
     check_model_config_keys,
     check_optimizer,
-    check_unused_settings,
     check_user_module,
     check_vector_spaces,
     env_spaces,
     is_integer,
-    is_number,
 )
+from rllib_ext.settings import Configurable, Setting, unused
 
 #: RLlib settings TD3_EXT never reads, with what to use instead (validate() refuses a changed value).
 UNUSED_SETTINGS: dict[str, str] = {
@@ -81,32 +80,12 @@ UNUSED_SETTINGS: dict[str, str] = {
 }
 
 
-class TD3Config(AlgorithmConfig):
+class TD3Config(Configurable, AlgorithmConfig):
     """TD3_EXT's configuration. Defaults: TD3 (Fujimoto et al. 2018) and paper 001 App. A/C.
 
-    TD3 settings (set through :meth:`training`):
-        actor_lr: Adam learning rate of the actor; 1e-3 (``lr`` is not used: validate() refuses it).
-        critic_lr: Adam learning rate of the twin critics; 1e-3.
-        tau: τ of the soft target updates θ' ← τθ + (1 − τ)θ'; 0.005.
-        policy_noise: σ of the target policy smoothing noise, in action half-ranges; 0.2.
-        noise_clip: c, the clip of that noise, in half-ranges; 0.5.
-        policy_delay: d, critic updates per actor (and target) update; 2.
-        action_noise: σ of the Gaussian exploration noise, in half-ranges (paper 001's
-            a_noise, App. C.2; TD3's expl_noise); 0.1.
-        initial_steps: Env steps (lifetime, all runners) of uniform random actions before the
-            policy acts and the first update; TD3's start_timesteps, 10000.
-        replay_capacity: Transitions kept (FIFO); 1e6 (TD3); paper 001 uses 2e5.
-        updates_per_env_step: TD3 iterations per env step stored after ``initial_steps``; 1.
-        checkpoint_replay: Whether checkpoints include the replay buffer's contents (False: a
-            restored algorithm refills ``train_batch_size_per_learner`` transitions, with the
-            policy, before its next update; the networks, targets, optimizers and counters are
-            always kept). Up to ``replay_capacity`` × (2·obs_dim + act_dim + 2) float32s.
-        torch_num_threads: torch threads of the Learner's process (1, as for the paper-003
-            learners: more threads contend with the env runners on a small machine; the local
-            Learner shares the driver's process); None leaves torch's default.
-        optimizer: ``"adam"`` (TD3's; default) or any name of ``rllib_ext.optim`` (``"sgd"``,
-            ``"msgd"``, ``"dsgd"``: paper 000 §4) for both networks; ``optimizer_kwargs`` go to its
-            constructor; the learning rates stay ``actor_lr`` and ``critic_lr``.
+    The TD3 settings are the off-policy family's group
+    (:data:`~rllib_ext.common.offpolicy.settings.TD3_SETTINGS`, TD3's defaults); :attr:`SETTINGS`
+    adds TD3_EXT's own and the RLlib settings it reads.
 
     Networks: ``model_config["fcnet_hiddens"]``, the hidden sizes of the actor and of each
     critic: [400, 300] (App. A; [256, 256] for Humanoid); activations are App. A's (tanh actor,
@@ -117,86 +96,43 @@ class TD3Config(AlgorithmConfig):
     runner per ``training_step``), ``num_env_runners`` 0 (the local runner samples),
     ``normalize_actions``/``clip_actions`` off (the actor maps onto the bounds itself).
 
-    RLlib settings TD3_EXT does not read (:data:`UNUSED_SETTINGS`: ``lr``, ``grad_clip``, a
+    RLlib settings TD3_EXT does not read (``unused`` in :attr:`SETTINGS`: ``lr``, ``grad_clip``, a
     learner connector, ``num_epochs`` ...) and ``model_config`` keys other than ``fcnet_hiddens``
     (``use_lstm``, ``fcnet_activation`` ...) are refused by :meth:`validate` when set to anything
     but their default; a user module class must subclass ``TD3TorchRLModule``.
     """
 
+    SETTINGS = {
+        **TD3_SETTINGS,
+        "updates_per_env_step": Setting(
+            1.0, float, gt=0, source="1 (TD3)", doc="TD3 iterations per env step stored after `initial_steps`"
+        ),
+        "torch_num_threads": Setting(
+            1, int, ge=1, also=(None,), doc="torch threads of the Learner's process (None: torch's default)"
+        ),
+        "train_batch_size_per_learner": Setting(
+            100, int, ge=1, rllib=True, symbol="B", source="100 (CEM-RL/TD3)", doc="minibatch size"
+        ),
+        "rollout_fragment_length": Setting(
+            20, int, ge=1, also=("auto",), rllib=True, doc="env steps per runner per `training_step`"
+        ),
+        "min_sample_timesteps_per_iteration": Setting(
+            1000, int, ge=0, rllib=True, doc="env steps per `train()` call (iteration)"
+        ),
+        "num_env_runners": Setting(0, int, ge=0, rllib=True, doc="the local runner samples"),
+        "num_learners": Setting(0, int, ge=0, le=1, rllib=True, doc="0 or 1: the replay lives in the one Learner"),
+        "normalize_actions": Setting(
+            False, bool, rllib=True, doc="must stay False: the actor maps onto the Box bounds itself"
+        ),
+        "clip_actions": Setting(False, bool, rllib=True, doc="off: the actor's actions are within the bounds"),
+        **{name: unused(why) for name, why in UNUSED_SETTINGS.items()},
+    }
+
     def __init__(self, algo_class=None):
         """TD3 / paper 001 defaults."""
         super().__init__(algo_class=algo_class or TD3)
-        self.gamma = 0.99
-        self.train_batch_size_per_learner = 100
-        self.rollout_fragment_length = 20
-        self.num_env_runners = 0
-        self.num_learners = 0
-        self.min_sample_timesteps_per_iteration = 1000
-        self.normalize_actions = False
-        self.clip_actions = False
-        self.actor_lr = 1e-3
-        self.critic_lr = 1e-3
-        self.tau = 0.005
-        self.policy_noise = 0.2
-        self.noise_clip = 0.5
-        self.policy_delay = 2
-        self.action_noise = 0.1
-        self.initial_steps = 10_000
-        self.replay_capacity = 1_000_000
-        self.updates_per_env_step = 1.0
-        self.checkpoint_replay = False
-        self.torch_num_threads = 1
-        self.optimizer = "adam"
-        self.optimizer_kwargs = {}
         self.env_runner_cls = FiniteSingleAgentEnvRunner  # NaN/inf env steps: episode dropped (common.guards)
         self.restart_failed_sub_environments = True
-
-    @override(AlgorithmConfig)
-    def training(
-        self,
-        *,
-        actor_lr: float | None = NotProvided,
-        critic_lr: float | None = NotProvided,
-        tau: float | None = NotProvided,
-        policy_noise: float | None = NotProvided,
-        noise_clip: float | None = NotProvided,
-        policy_delay: int | None = NotProvided,
-        action_noise: float | None = NotProvided,
-        initial_steps: int | None = NotProvided,
-        replay_capacity: int | None = NotProvided,
-        updates_per_env_step: float | None = NotProvided,
-        checkpoint_replay: bool | None = NotProvided,
-        torch_num_threads: int | None = NotProvided,
-        optimizer: str | None = NotProvided,
-        optimizer_kwargs: dict[str, Any] | None = NotProvided,
-        **kwargs,
-    ) -> Self:
-        """Sets TD3's settings (see the class docstring) and RLlib's training settings.
-
-        Returns:
-            This updated config.
-        """
-        super().training(**kwargs)
-        provided = dict(
-            actor_lr=actor_lr,
-            critic_lr=critic_lr,
-            tau=tau,
-            policy_noise=policy_noise,
-            noise_clip=noise_clip,
-            policy_delay=policy_delay,
-            action_noise=action_noise,
-            initial_steps=initial_steps,
-            replay_capacity=replay_capacity,
-            updates_per_env_step=updates_per_env_step,
-            checkpoint_replay=checkpoint_replay,
-            torch_num_threads=torch_num_threads,
-            optimizer=optimizer,
-            optimizer_kwargs=optimizer_kwargs,
-        )
-        for name, value in provided.items():
-            if value is not NotProvided:
-                setattr(self, name, value)
-        return self
 
     @property
     @override(AlgorithmConfig)
@@ -212,32 +148,13 @@ class TD3Config(AlgorithmConfig):
         super().validate()
         check_finite_settings(self)
         check_optimizer(self)
-        check_unused_settings(self, UNUSED_SETTINGS)
         check_user_module(self, self.get_default_rl_module_spec().module_class)  # the learner reads its networks
         check_model_config_keys(
             self,
             ("fcnet_hiddens", "action_noise"),
             "the actor and critics are App. A's MLPs (tanh actor, leaky-ReLU critics) sized by `fcnet_hiddens`",
         )
-        for name in ("actor_lr", "critic_lr", "updates_per_env_step"):
-            if not is_number(getattr(self, name)) or getattr(self, name) <= 0:
-                self._value_error(f"`{name}` must be > 0, got {getattr(self, name)!r}")
-        if not is_number(self.tau) or not 0.0 < self.tau <= 1.0:
-            self._value_error(f"`tau` must be in (0, 1], got {self.tau!r}")
-        if not is_number(self.gamma) or not 0.0 <= self.gamma <= 1.0:
-            self._value_error(f"`gamma` must be in [0, 1], got {self.gamma!r}")
-        for name in ("policy_noise", "noise_clip", "action_noise"):
-            if not is_number(getattr(self, name)) or getattr(self, name) < 0:
-                self._value_error(f"`{name}` must be >= 0, got {getattr(self, name)!r}")
-        if not is_integer(self.policy_delay) or self.policy_delay < 1:
-            self._value_error(f"`policy_delay` must be an integer >= 1, got {self.policy_delay!r}")
-        if not is_integer(self.initial_steps) or self.initial_steps < 0:
-            self._value_error(f"`initial_steps` must be an integer >= 0, got {self.initial_steps!r}")
-        if not is_integer(self.train_batch_size_per_learner) or self.train_batch_size_per_learner < 1:
-            self._value_error(
-                f"`train_batch_size_per_learner` must be an integer >= 1, got {self.train_batch_size_per_learner!r}"
-            )
-        elif not is_integer(self.replay_capacity) or self.replay_capacity < self.train_batch_size_per_learner:
+        if self.replay_capacity < self.train_batch_size_per_learner:
             self._value_error(
                 f"`replay_capacity` must be an integer >= train_batch_size_per_learner "
                 f"({self.train_batch_size_per_learner}), got {self.replay_capacity!r}"
@@ -247,18 +164,10 @@ class TD3Config(AlgorithmConfig):
             self._value_error(
                 f"`model_config['fcnet_hiddens']` must be a non-empty list of positive integers, got {hiddens!r}"
             )
-        if not isinstance(self.checkpoint_replay, bool):
-            self._value_error(f"`checkpoint_replay` must be True or False, got {self.checkpoint_replay!r}")
-        check_torch_num_threads(self)
         if self.normalize_actions:
             self._value_error(
                 f"{algo_name(self)} maps its actions onto the Box bounds itself (and stores them in env units); "
                 "set `normalize_actions=False`"
-            )
-        if self.num_learners > 1:
-            self._value_error(
-                f"{algo_name(self)} supports `num_learners` 0 or 1 (the replay lives in the one Learner), "
-                f"got {self.num_learners}"
             )
         if self.framework_str != "torch":
             self._value_error(f"only framework='torch' is supported, got {self.framework_str!r}")

@@ -40,7 +40,7 @@ TD3_SETTINGS: dict[str, Setting] = {
     ),
     "initial_steps": Setting(
         10_000,
-        float,
+        int,
         ge=0,
         source="10000 (TD3 start_timesteps)",
         doc="lifetime env steps of uniform random actions before acting and updating",
@@ -77,7 +77,8 @@ ERL_TD3_CHANGES = {
         source="0.1 (App. C.2); reference 0",
         doc="Gaussian action noise of every fitness evaluation, f(z) and f(μ) alike",
     ),
-    "initial_steps": changed(source="—", doc="env steps of uniform random-action individuals"),
+    # The ERL configs have always taken a number here (compared with the env-step count).
+    "initial_steps": changed(kind=float, source="—", doc="env steps of uniform random-action individuals"),
     "checkpoint_replay": changed(doc="checkpoints include the replay contents"),
     "optimizer": changed(doc="TD3 optimizer of critic and RL individuals"),
     "actor_lr": changed(source="1e-3", doc="Adam learning rate of the RL individuals"),
