@@ -7,7 +7,7 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
 
 1. Whenever a runner is idle (a free job slot), sample an individual z ~ N(μ, diag σ²) (line 8,
    sent as a seed). With probability p_rl (Eq. 3, :func:`~rllib_ext.algorithms.aesrl.
-   aesrl_learner.p_rl`), once ``rl_start_steps`` env steps are done and the critic has been
+   population.p_rl`), once ``rl_start_steps`` env steps are done and the critic has been
    trained, it is an RL individual: the runner first trains it against the current critic
    weights (TD3 actor loss, lines 13–17); else an ES individual (line 20). Either way it is
    evaluated with action noise a_noise (``action_noise``, default 0 as the reference runs it),
@@ -23,7 +23,7 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
    (TD3_EXT and CEM-RL make about one per env step); the time held is
    ``blackbox/critic_wait_s_lifetime``.
 3. When an individual finishes (lines 28–33): the population is updated with (z, f(z)) by the
-   chosen mean and variance rules (§3.3–3.4, :class:`~rllib_ext.algorithms.aesrl.aesrl_learner.
+   chosen mean and variance rules (§3.3–3.4, :class:`~rllib_ext.algorithms.aesrl.population.
    AsyncPopulation`), its steps are counted, and μ, σ² (update u + 1) are published.
 
 **Warm-up individuals.** Until ``initial_steps`` env steps, individuals act uniformly at random
@@ -61,6 +61,7 @@ the adaptive scale), ``p_rl_individuals`` / ``p_es_individuals`` (mean p by kind
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import re
 import time
@@ -70,7 +71,7 @@ import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.aesrl.aesrl_learner import (
+from rllib_ext.algorithms.aesrl.population import (
     ADAPTIVE,
     MEAN_RULES,
     VARIANCE_RULES,
@@ -268,8 +269,67 @@ class AESRLConfig(ERLConfig):
         )
 
 
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Pending:
+    """An individual in flight: its job is on a runner, its fitness not back yet.
+
+    Attributes:
+        z: Its parameters, drawn from the N(μ, σ²) of the version its job runs with (an RL
+            individual's runner trains from this z and sends the trained one back).
+        rl: Whether it is an RL individual (TD3 actor steps before its episodes).
+        warmup: Whether it acts uniformly at random (before ``initial_steps``).
+    """
+
+    z: np.ndarray
+    rl: bool
+    warmup: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class Finished:
+    """An individual whose episodes are done, to be told to the population (Algorithm 1 lines 28–33).
+
+    Attributes:
+        z: The parameters it ran with (the trained ones for an RL individual).
+        fitness: f(z), its mean episode return.
+        rl: Whether it is an RL individual.
+        length: Its env steps (counted as used when it is told).
+    """
+
+    z: np.ndarray
+    fitness: float
+    rl: bool
+    length: int
+
+
 class AESRL(ERLAlgorithm):
-    """AESRL_EXT (see the module docstring)."""
+    """AESRL_EXT (see the module docstring): an event-driven driver of individuals.
+
+    The driver keeps the individuals in flight in ``_pending`` (job id → :class:`Pending`), the
+    finished ones waiting for f(μ) in ``_awaiting_mean`` (μ's evaluation job id → the
+    :class:`Finished` individual it was submitted for, or None) and ``_untold`` (in arrival order).
+    Each individual moves through these states (handler in brackets)::
+
+        from                 event                                                 to
+        -------------------  ----------------------------------------------------  ------------------------
+        (new)                a free job slot [_submit_individual]                  pending
+        pending              its job failed [training_step]                        dropped (failed)
+        pending              back, z or f(z) non-finite [_on_individual]           dropped (failed)
+        pending              back, warm-up, warmup_updates_population=False        kept: steps used, not told
+                             [_on_individual]
+        pending              back, its mean rule needs no f(μ) [_on_individual]    told
+        pending              back, mean_fitness="reevaluate": μ submitted          awaiting_mean
+                             [_on_individual]
+        pending              back, "interpolate", f(μ) known [_on_individual]      told
+        pending              back, "interpolate", no f(μ) yet [_on_individual]     untold
+        awaiting_mean        μ's evaluation failed: resubmitted [_on_mean]          awaiting_mean
+        awaiting_mean        f(μ) back [_on_mean]                                  told
+        untold               any f(μ) back [_on_mean]                              told
+
+    "Told" is :meth:`_tell`: the population update (Algorithm 1 lines 28–33) and μ, σ² published.
+    A result whose job is no longer pending is not an individual in flight: its steps are wasted.
+    In-flight individuals are not checkpointed (a restored run starts with none).
+    """
 
     @classmethod
     @override(Algorithm)
@@ -300,25 +360,28 @@ class AESRL(ERLAlgorithm):
                 "es_before_rl": 0,
             }
         )
-        self._pending: dict[int, dict[str, Any]] = {}  # job id -> {"z", "rl", "warmup"}: individuals in flight
-        self._awaiting_mean: dict[int, dict[str, Any]] = {}  # mean-eval job id -> the individual to tell
-        self._untold: list[dict[str, Any]] = []  # finished individuals waiting for the first f(μ)
+        self._pending: dict[int, Pending] = {}  # job id -> an individual in flight
+        self._awaiting_mean: dict[int, Finished | None] = {}  # μ's evaluation job id -> the individual to tell
+        self._untold: list[Finished] = []  # finished individuals waiting for the first f(μ)
         self._last_steps = collections.deque(maxlen=10)
         self._critic_call = None
         self._p_by_kind = {"rl": [], "es": []}
         self._rng = np.random.default_rng(None if self.config.seed is None else int(self.config.seed) + 99)
 
     # -- submitting ------------------------------------------------------------------------
-    def _submit_mean(self, individual: dict[str, Any] = None) -> None:
+    def _submit_mean(self, individual: Finished | None = None) -> None:
+        """Submits an evaluation of μ (``mean_eval_episodes`` episodes); ``individual`` waits for it."""
         job = EvaluationJob(id=self.pool.new_job_id(), episodes=int(self.config.mean_eval_episodes))
         self.pool.submit([job])
         self._awaiting_mean[job.id] = individual
 
     def _rl_steps(self) -> int:
+        """TD3 actor steps for an RL individual: the setting, or ``"auto"``: the recent individuals' mean length."""
         steps = self.config.rl_actor_steps
         return max(int(sum(self._last_steps)), 1) if steps == "auto" else int(steps)
 
     def _submit_individual(self) -> None:
+        """Samples an individual (RL with probability p_rl, Eq. 3) and submits its job: it is pending."""
         cfg = self.config
         steps = self.counters["individual_steps"]
         rl = False
@@ -340,10 +403,11 @@ class AESRL(ERLAlgorithm):
             critic_ref=[self.critic_ref] if rl else None,
         )
         # z is drawn from the μ, σ² of the version this job is submitted (and run) with.
-        self._pending[job.id] = {"z": self.population.sample(seed), "rl": rl, "warmup": job.random_actions}
+        self._pending[job.id] = Pending(z=self.population.sample(seed), rl=rl, warmup=job.random_actions)
         self.pool.submit([job])
 
     def _pump_critic(self) -> None:
+        """Takes a finished critic ``train`` call's reply; starts the next one while under the critic cap."""
         cfg = self.config
         if self._critic_call is not None:
             import ray
@@ -369,16 +433,17 @@ class AESRL(ERLAlgorithm):
         return since_start > 0 and self.counters["critic_steps"] + cfg.critic_steps_per_call < floor * since_start
 
     # -- finishing -----------------------------------------------------------------------------
-    def _tell(self, individual: dict[str, Any]) -> None:
-        self.steps.used += individual.get("length", 0)
+    def _tell(self, individual: Finished) -> None:
+        """Tells the population (z, f(z)) (Algorithm 1 lines 28–33) and publishes μ, σ² (update u + 1)."""
+        self.steps.used += individual.length
         pop = self.population
-        p = pop.tell(individual["z"], individual["return"])
+        p = pop.tell(individual.z, individual.fitness)
         if self.config.mean_fitness == "interpolate" and pop.f_mu is not None and p > 0:
-            pop.f_mu = (1.0 - p) * pop.f_mu + p * individual["return"]  # Eq. (4) applied to f
+            pop.f_mu = (1.0 - p) * pop.f_mu + p * individual.fitness  # Eq. (4) applied to f
         self.mu, self.var = pop.mu, pop.var
         self.check_finite_population()
         self.update_index += 1
-        self._p_by_kind["rl" if individual["rl"] else "es"].append(p)
+        self._p_by_kind["rl" if individual.rl else "es"].append(p)
         m = self.metrics
         m.log_value((BLACKBOX, "p_mean"), p, reduce="mean", window=50)
         if pop.last_scale is not None:  # the r or f_b this update used (Table 5's, the setting's, adaptive)
@@ -389,24 +454,23 @@ class AESRL(ERLAlgorithm):
         self.publish()
 
     def _on_individual(self, r: ERLResult) -> None:
-        info = self._pending.pop(r.id, None)
-        if info is None:  # not (any more) an individual in flight: its steps are of no use
+        """An individual's result is back: drop it, keep its steps, tell it, or let it wait for f(μ)
+        (the class docstring's table)."""
+        pending = self._pending.pop(r.id, None)
+        if pending is None:  # not (any more) an individual in flight: its steps are of no use
             self.steps.wasted += r.length
             return
         self.counters["individual_steps"] += r.length
         self._last_steps.append(r.length)
-        individual = {
-            "z": r.params if r.params is not None else info["z"],
-            "return": r.ret,
-            "rl": info["rl"],
-            "length": r.length,
-        }
-        if not (np.isfinite(individual["z"]).all() and np.isfinite(individual["return"])):
+        individual = Finished(
+            z=r.params if r.params is not None else pending.z, fitness=r.ret, rl=pending.rl, length=r.length
+        )
+        if not (np.isfinite(individual.z).all() and np.isfinite(individual.fitness)):
             self.steps.wasted += r.length
             self.counters["individuals_failed"] += 1  # e.g. an RL individual trained on a diverged critic
             logger.warning("rllib_ext: AESRL_EXT individual %s has non-finite parameters or fitness; not used", r.id)
             return
-        if info.get("warmup"):
+        if pending.warmup:
             self.counters["warmup_individuals"] += 1
             if not self.config.warmup_updates_population:
                 self.steps.used += r.length  # its transitions fill the replay
@@ -422,9 +486,11 @@ class AESRL(ERLAlgorithm):
             self._tell(individual)
 
     def _on_mean(self, r: ERLResult) -> None:
-        individual = self._awaiting_mean.pop(r.id, "missing")
-        if individual == "missing":
+        """An evaluation of μ is back: f(μ) is set and the individuals waiting for it are told (a
+        failed one is submitted again)."""
+        if r.id not in self._awaiting_mean:
             return
+        individual = self._awaiting_mean.pop(r.id)
         self.counters["mean_eval_env_steps"] += r.length
         if r.failed:  # its failed episodes are counted by collect()
             self._submit_mean(individual)  # f(μ) is still needed: try again
@@ -437,6 +503,10 @@ class AESRL(ERLAlgorithm):
 
     @override(Algorithm)
     def training_step(self) -> None:
+        """One pass of Algorithm 1's loop: keep the critic and every job slot busy, handle the results.
+
+        Lasts at least 0.5 s and tells at least one individual (bounded: 60 s more).
+        """
         self.check_can_train()
         since, busy_before = self.pool.snapshot()
         deadline = since + 0.5
@@ -477,6 +547,7 @@ class AESRL(ERLAlgorithm):
         self._log(finished, since, busy_before)
 
     def _log(self, finished: list[ERLResult], since: float, busy_before) -> None:
+        """Logs this ``training_step``'s individuals, counters and the population's statistics."""
         self.log_batch(finished, since, busy_before)
         m = self.metrics
         m.log_value(

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
-from rllib_ext.algorithms.aesrl.aesrl import AESRL
+from rllib_ext.algorithms.aesrl.aesrl import AESRL, Finished, Pending
 from rllib_ext.common import waits
 from rllib_ext.common.blackbox import env_runner as blackbox_env_runner
 from rllib_ext.common.blackbox import pool as async_pool
@@ -125,6 +125,28 @@ def test_warmup_individuals_can_leave_the_population_alone(fake_ray, runner):
     assert algo.update_index == 0 and np.array_equal(algo.mu, mu0) and np.array_equal(algo.var, var0)
 
 
+def test_an_individual_back_before_the_first_f_mu_waits_untold_then_is_told(fake_ray, runner):
+    """mean_fitness="interpolate" (the class docstring's table): an individual back before μ's first
+    evaluation waits in ``_untold`` (a Finished), and the evaluation's f(μ) tells it."""
+    algo = make_driver(runner, initial_steps=0, mean_fitness="interpolate")
+    group = algo.pool.group
+    algo._submit_mean()  # f(μ_0), as setup() asks for it
+    algo._submit_individual()
+    (pending,) = algo._pending.values()
+    assert isinstance(pending, Pending) and not pending.rl and not pending.warmup
+    algo.pool.pump()
+    (_, mean_call, _), (_, ind_call, _) = group.calls
+    assert isinstance(mean_call.jobs[0], EvaluationJob) and algo._awaiting_mean == {mean_call.jobs[0].id: None}
+    run_call(group, 1, runner, ret=5.0)  # the individual first
+    handle(algo, algo.pool.poll(timeout_s=0))
+    (untold,) = algo._untold
+    assert isinstance(untold, Finished) and untold.fitness == 5.0 and untold.length == 200
+    assert np.array_equal(untold.z, pending.z) and not algo._pending and algo.update_index == 0
+    run_call(group, 0, runner, ret=1.0)  # then f(μ_0)
+    handle(algo, algo.pool.poll(timeout_s=0))
+    assert algo._untold == [] and algo._awaiting_mean == {} and algo.update_index == 1
+
+
 def test_a_requeued_individual_is_credited_to_the_mu_it_was_built_from(fake_ray, runner):
     """Review B1 on AES-RL: individual A is sent with (μ_0, σ²_0); B and C finish and move μ; A's runner
     dies and A is re-sent to a runner that already holds μ_2. It must rebuild A from μ_0 — the z the
@@ -137,7 +159,7 @@ def test_a_requeued_individual_is_credited_to_the_mu_it_was_built_from(fake_ray,
     algo.pool.pump()
     (rid_a, call_a, _), (rid_b, _, _) = group.calls
     job_a = call_a.jobs[0]
-    z_a = algo._pending[job_a.id]["z"]  # the z the driver will tell for A
+    z_a = algo._pending[job_a.id].z  # the z the driver will tell for A
     run_call(group, 1, runner, ret=0.0)  # B finishes: μ_1 = z_B
     handle(algo, algo.pool.poll(timeout_s=0))
     algo._submit_individual()  # C, version 1, on B's runner
@@ -166,7 +188,7 @@ def test_es_individuals_before_the_critic_answers_are_counted_apart(fake_ray, ru
     algo = make_driver(runner, initial_steps=0, rl_start_steps=0)
     algo._submit_individual()
     assert algo.counters["es_before_rl"] == 1 and algo.counters["n_es"] == algo.counters["n_rl"] == 0
-    assert not algo._pending[max(algo._pending)]["rl"]
+    assert not algo._pending[max(algo._pending)].rl
     algo.critic_ref = ("ref", {})  # the critic's first weights
     algo._submit_individual()
     assert algo.counters["es_before_rl"] == 1 and algo.counters["n_es"] + algo.counters["n_rl"] == 1

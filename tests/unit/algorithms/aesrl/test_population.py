@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rllib_ext.algorithms.aesrl.aesrl_learner import (
+from rllib_ext.algorithms.aesrl.population import (
     AsyncPopulation,
     adaptive_n,
     adaptive_scale,
