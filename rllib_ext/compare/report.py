@@ -114,7 +114,7 @@ OLD_DEFAULTS = {
         "variance_rule": "online_adaptive",
     },
 }
-#: AES-RL's mean rules that need f(μ) (``aesrl_learner.RULES_NEEDING_F_MU``), as then.
+#: AES-RL's mean rules that need f(μ) (``aesrl.population.RULES_NEEDING_F_MU``), as then.
 _AESRL_RULES_NEEDING_F_MU = ("one_plus_one", "fixed_linear", "fixed_sigmoid", "baseline_absolute", "baseline_relative")
 
 
