@@ -46,6 +46,8 @@ from rllib_ext.experiment import (
 
 USAGE_ERROR = 2
 RUN_FAILED = 1
+#: Stopped by Ctrl-C (the shell's 128 + SIGINT); ``rllib train --resume`` goes on.
+INTERRUPTED = 130
 #: ``rllib race --stop-after-s`` stopped before the race was complete (``--resume`` goes on).
 RACE_PAUSED = 3
 
@@ -181,6 +183,12 @@ def run_experiment(
         warn=_warn,
     )
     print(f"rllib: training {algo} on {config.env}; TensorBoard: tensorboard --logdir {logdir}", flush=True)
+    return fit(tuner, logdir)
+
+
+def fit(tuner, logdir: str) -> int:
+    """Runs a Tune experiment (new or resumed) and prints a line per trial; returns the exit status
+    (130 when it was interrupted: the line says how to go on)."""
     results = tuner.fit()
     status = 0
     for result in results:
@@ -198,13 +206,44 @@ def run_experiment(
             f"{int(metrics.get(STEPS_KEY, 0) or 0):,d} env steps, return {ret_s}{ckpt}"
         )
     print(f"rllib: results in {logdir}\nrllib: TensorBoard: tensorboard --logdir {logdir}", flush=True)
+    if results.num_terminated + results.num_errors < len(results):  # Ctrl-C: Tune stopped and saved its state
+        print(f"rllib: interrupted; go on with: rllib train --resume {logdir}", file=sys.stderr, flush=True)
+        return INTERRUPTED
     return status
 
 
 # ---------------------------------------------------------------------------------------------
 # Commands.
 # ---------------------------------------------------------------------------------------------
+#: Options of ``rllib train`` that ``--resume`` may come with (the rest is the experiment's, as saved).
+RESUME_OPTIONS = ("resume", "storage_path", "ray_address", "num_cpus", "verbose")
+
+
+def cmd_resume(args) -> int:
+    """``rllib train --resume PATH``: an interrupted experiment goes on from its last checkpoints."""
+    defaults = make_parser().parse_args(["train"])
+    given = [
+        "--" + k.replace("_", "-")
+        for k, v in vars(args).items()
+        if k not in (*RESUME_OPTIONS, "func", "command") and v != getattr(defaults, k, None)
+    ]
+    if given:
+        raise CLIError(
+            f"--resume goes on with the experiment as it was started (its algorithm, config, stop criteria and "
+            f"checkpoints are saved with it): drop {', '.join(given)}"
+        )
+    logdir = experiment.find_experiment(args.resume, args.storage_path)  # a bad path fails before Ray starts
+    init_ray(args.ray_address, args.num_cpus)
+    tuner, logdir, algo = experiment.resume(logdir)
+    print(f"rllib: resuming {algo} from {logdir}; TensorBoard: tensorboard --logdir {logdir}", flush=True)
+    return fit(tuner, logdir)
+
+
 def cmd_train(args) -> int:
+    if args.resume:
+        return cmd_resume(args)
+    if not args.algo:
+        raise CLIError("rllib train needs --algo NAME (or --resume EXPERIMENT_DIR to go on with one)")
     algo_cls = resolve_algorithm(args.algo)
     overrides = parse_config_options(args.config)
     stop = check_stop(parse_json_dict(args.stop, "--stop"), "--stop")
@@ -385,6 +424,11 @@ def cmd_report(args) -> int:
 # ---------------------------------------------------------------------------------------------
 # Parsers.
 # ---------------------------------------------------------------------------------------------
+#: Iterations between the checkpoints of ``rllib train`` unless ``--checkpoint-freq`` says otherwise:
+#: an interrupted run loses at most this many iterations when resumed.
+DEFAULT_CHECKPOINT_FREQ = 10
+
+
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
@@ -396,7 +440,13 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-samples", type=int, default=1, help="Tune samples per experiment")
     p.add_argument("--storage-path", help="where results go (default ~/ray_results)")
     p.add_argument("--name", help="experiment name (default ALGO_ENV_DATE)")
-    p.add_argument("--checkpoint-freq", type=int, default=0, help="checkpoint every N iterations")
+    p.add_argument(
+        "--checkpoint-freq",
+        type=int,
+        default=DEFAULT_CHECKPOINT_FREQ,
+        help=f"checkpoint every N iterations (default {DEFAULT_CHECKPOINT_FREQ}: what rllib train --resume goes on "
+        "from; 0: never)",
+    )
     p.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when the run stops")
     p.add_argument("--seed", type=int, help="config.debugging(seed=...)")
     p.add_argument(
@@ -420,8 +470,14 @@ def make_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("train", help="train an algorithm (or: rllib train file FILE.yaml)")
-    p.add_argument("--algo", "--run", dest="algo", required=True, help="algorithm name (rllib list)")
+    p.add_argument("--algo", "--run", dest="algo", help="algorithm name (rllib list)")
     p.add_argument("--env", help="gymnasium env id or a name registered with Tune")
+    p.add_argument(
+        "--resume",
+        metavar="EXPERIMENT",
+        help="go on with an interrupted experiment (Ctrl-C, or its driver killed) from its last checkpoints: "
+        "the folder rllib train printed ('results in ...'), or its name under --storage-path",
+    )
     _add_run_options(p)
     p.set_defaults(func=cmd_train)
 
@@ -625,7 +681,7 @@ def run_command(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     except KeyboardInterrupt:
         print("rllib: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         # Output piped into a command that stopped reading (`rllib list | head`): not an error.
         # Point stdout at /dev/null so that the interpreter's final flush does not fail again.

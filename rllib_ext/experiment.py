@@ -1,4 +1,4 @@
-"""The library under the ``rllib`` command: build a config, fit it to the cluster, run it through Tune.
+"""The library under the ``rllib`` command: build a config, fit it to the cluster, run it through Tune, resume it.
 
 Everything here checks user input the way the command does (algorithm name, env id, JSON, config
 keys, the config's own ``validate()``, a YAML file's shape, a checkpoint path) and raises
@@ -481,6 +481,97 @@ def make_tuner(
         ),
     )
     return tuner, os.path.join(storage_path, name)
+
+
+#: The file Tune keeps in an experiment folder; :func:`resume` needs it.
+TUNER_STATE = "tuner.pkl"
+
+
+def find_experiment(path: str, storage_path: str | None = None) -> str:
+    """The experiment folder ``rllib train --resume PATH`` means.
+
+    Args:
+        path: The experiment folder ``rllib train`` printed ("results in ..."), or its name under
+            ``storage_path``.
+        storage_path: Where a bare name is looked up (default ``~/ray_results``).
+
+    Returns:
+        The absolute path of a folder holding Tune's experiment state.
+
+    Raises:
+        ExperimentError: One line naming where it looked.
+    """
+    storage_path = os.path.abspath(os.path.expanduser(storage_path or "~/ray_results"))
+    given = os.path.abspath(os.path.expanduser(path))
+    candidates = [given] if os.path.isdir(given) or os.sep in path else [given, os.path.join(storage_path, path)]
+    for folder in candidates:
+        if os.path.isfile(os.path.join(folder, TUNER_STATE)):
+            return folder
+    for folder in candidates:
+        if os.path.isfile(os.path.join(os.path.dirname(folder), TUNER_STATE)):
+            raise ExperimentError(
+                f"--resume {path}: that is a trial folder; give its experiment folder {os.path.dirname(folder)}"
+            )
+    looked = " or ".join(candidates)
+    raise ExperimentError(
+        f"--resume {path}: no experiment to resume in {looked} (give the folder rllib train printed as "
+        f"'results in ...', or its name under --storage-path {storage_path})"
+    )
+
+
+def trainable_name(experiment_dir: str) -> str:
+    """The registered algorithm an experiment folder's Tune state was started with.
+
+    Raises:
+        ExperimentError: When the state cannot be read, or names no trainable.
+    """
+    import ray.cloudpickle as pickle
+
+    import rllib_ext  # noqa: F401 - the names the state refers to
+
+    where = os.path.join(experiment_dir, TUNER_STATE)
+    try:
+        with open(where, "rb") as f:
+            state = pickle.load(f)
+        name = state.get("__trainable_name")
+    except Exception as e:  # a truncated or foreign file: say which
+        raise ExperimentError(f"--resume: cannot read Tune's experiment state {where}: {first_line(e)}") from None
+    if not isinstance(name, str):
+        raise ExperimentError(f"--resume: {where} names no algorithm (not an experiment rllib train started)")
+    return name
+
+
+def resume(path: str, *, storage_path: str | None = None):
+    """Continues an interrupted experiment (Ctrl-C, or its driver killed) from its trials' last checkpoints.
+
+    Through Tune's restore (:meth:`ray.tune.Tuner.restore`): unfinished trials, and trials that
+    failed, go on from their latest checkpoint (``resume_errored=True``, not restarted from
+    scratch), with the iteration and env-step counts the checkpoint holds; finished trials stay
+    finished. The experiment keeps its config, stop criteria (checked against the continued
+    counts), checkpoint settings and callbacks: Tune saved them with it. Tune records the trials'
+    checkpoints in the experiment state every ~10 s, so a killed driver goes on from the last
+    checkpoint recorded by then. Ray must be running.
+
+    Args:
+        path: The experiment folder (:func:`find_experiment`), or its name under ``storage_path``.
+        storage_path: Where a bare name is looked up (default ``~/ray_results``).
+
+    Returns:
+        ``(tuner, logdir, algo)``: call ``tuner.fit()``; ``logdir`` is the experiment folder (results
+        are appended there), ``algo`` the registered name it trains.
+
+    Raises:
+        ExperimentError: No experiment at ``path``, or one whose algorithm is not registered.
+    """
+    from ray import tune
+
+    logdir = find_experiment(path, storage_path)
+    algo = trainable_name(logdir)
+    resolve_algorithm(algo)
+    tuner = tune.Tuner.restore(
+        logdir, trainable=algo, resume_unfinished=True, resume_errored=True, restart_errored=False
+    )
+    return tuner, logdir, algo
 
 
 # ---------------------------------------------------------------------------------------------
