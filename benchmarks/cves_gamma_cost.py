@@ -35,7 +35,7 @@ import ray
 
 import rllib_ext  # noqa: F401
 from rllib_ext import CVESConfig
-from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.algorithms.cves import control_variate as cv
 from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
 MODES = {"adaptive": True, "frozen": False}

@@ -1,6 +1,6 @@
 """Variance of vanilla, orthogonal and control-variate ES on the one-step MDP (paper 002 §3.4, App. A–B).
 
-Measured with the project's estimator code (samplers, ``cves_learner.cv_terms``; see
+Measured with the project's estimator code (samplers, ``control_variate.cv_terms``; see
 ``rllib_ext/algorithms/cves/one_step_mdp.py``) over ``--reps`` independent estimates, against the
 closed forms: orthogonal/vanilla = 1 − (N − 1)/((1 + ρ²)d + 1) (Theorem 1, App. B.1–B.2), and
 CV/vanilla ≤ Theorem 1's bound, with the per-coordinate optimal η fitted on half of the draws and
@@ -17,7 +17,7 @@ import itertools
 import time
 
 from rllib_ext.algorithms.cves import one_step_mdp
-from rllib_ext.algorithms.cves.cves_learner import optimal_eta
+from rllib_ext.algorithms.cves.control_variate import optimal_eta
 
 GRID_D = (16, 64)
 GRID_N = (4, 16)

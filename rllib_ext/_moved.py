@@ -19,6 +19,9 @@ MOVED: dict[str, str] = {
     "rllib_ext.common.td3": "rllib_ext.common.offpolicy.td3",
     "rllib_ext.common.transitions": "rllib_ext.common.offpolicy.transitions",
     "rllib_ext.common.target_networks": "rllib_ext.common.offpolicy.target_networks",
+    "rllib_ext.algorithms.dfd.dfd_learner": "rllib_ext.algorithms.dfd.estimator",
+    "rllib_ext.algorithms.ars.ars_learner": "rllib_ext.algorithms.ars.estimator",
+    "rllib_ext.algorithms.cves.cves_learner": "rllib_ext.algorithms.cves.control_variate",
 }
 
 

@@ -9,7 +9,7 @@
    every state seen so far (the engine's observation filter, merged from all runners; step 8).
 2. Keep the b directions with the largest max(r⁺, r⁻) (step 6), and take
    M_{j+1} = M_j + α/(b·σ_R) Σ_{k≤b} (r⁺_(k) − r⁻_(k)) δ_(k), σ_R the std of the 2b returns used
-   (step 7): :func:`~rllib_ext.algorithms.ars.ars_learner.ars_gradient` gives the direction, the
+   (step 7): :func:`~rllib_ext.algorithms.ars.estimator.ars_gradient` gives the direction, the
    ``sgd`` optimizer (``rllib_ext.optim``) the step α.
 
 The versions are settings: V1 = ``observation_filter=False``, V2 = ``True``; "-t" = ``top_directions``
@@ -28,7 +28,7 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.ars.ars_learner import ars_gradient
+from rllib_ext.algorithms.ars.estimator import ars_gradient
 from rllib_ext.algorithms.es.es import ES, ESConfig
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig
 from rllib_ext.common.blackbox.shaping import shape_returns

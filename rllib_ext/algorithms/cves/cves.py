@@ -8,7 +8,7 @@ Paper 002 (``../shared/papers/002_0511cdacd6792c57.txt``): Tang, Choromanski, Ku
    π_{θ_u+σε_i} per row on the env runners (:class:`CVESEnvRunner`), which return J¹, J^γ and
    the policy gradient ĝ^pg,γ at θ_u + σε_i (Eq. 1, 5).
 2. ĝ^es,1, ĝ^es,γ (Eq. 4), ĝ^re,γ (Eq. 7), ĝ^cv = ĝ^es,1 + η ⊙ (ĝ^es,γ − ĝ^re,γ) (Eq. 8) with
-   App. C.2's normalization (:mod:`~rllib_ext.algorithms.cves.cves_learner`); one optimizer step
+   App. C.2's normalization (:mod:`~rllib_ext.algorithms.cves.control_variate`); one optimizer step
    (Adam, lr 0.01) along ĝ^cv.
 3. η ← η − α_η · (2/S)·mean_k(η⊙y_k² + y_k⊙x_k) over the S antithetic pairs of the batch (Eq. 9).
    γ is frozen by default (``adapt_gamma=False``, γ = 0.995, which App. C.1 allows); with
@@ -38,7 +38,7 @@ import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.algorithms.cves import control_variate as cv
 from rllib_ext.algorithms.cves.cves_env_runner import CVESEnvRunner, CVESPayload, CVESResult
 from rllib_ext.algorithms.es.es import ES
 from rllib_ext.common.blackbox import BlackBoxAlgorithm, BlackBoxConfig

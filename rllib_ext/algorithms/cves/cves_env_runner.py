@@ -10,10 +10,10 @@ a policy-gradient estimate ĝ^pg,γ at θ_i computed from the very rollout whose
 - ``g_pg``: ĝ^pg,γ_j = Σ_t w_t(γ_j) ∇_θ log π_θ(a_t|s_t) at θ = θ_i, float32 [m, d], with
   w_t(γ) = Σ_{t'≥t} γ^{t'} r_{t'} = γ^t · (discounted reward-to-go): the exact, unbiased
   gradient of J^γ (Eq. 1). The printed Eq. 5 weights the *undiscounted* reward-to-go by γ^t,
-  which is biased for ∇J^γ when γ < 1 (see :func:`~rllib_ext.algorithms.cves.cves_learner.
+  which is biased for ∇J^γ when γ < 1 (see :func:`~rllib_ext.algorithms.cves.control_variate.
   discounted_weights`). With ``pg_baseline="previous_batch"`` (the default) the weights are
   w_t(γ_j) − b_t(γ_j), b the driver's baseline from the previous batch (still unbiased; see
-  :mod:`~rllib_ext.algorithms.cves.cves_learner`, "Baseline"); with ``"none"``, Eq. 5's raw weights;
+  :mod:`~rllib_ext.algorithms.cves.control_variate`, "Baseline"); with ``"none"``, Eq. 5's raw weights;
 - ``rewards``: r_t of the episode, zero-padded to the runner's step cap (float32): the driver's
   next baseline is built from the batch's mean reward sequence.
 
@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.cves.cves_learner import discounted_weights, subtract_baseline
+from rllib_ext.algorithms.cves.control_variate import discounted_weights, subtract_baseline
 from rllib_ext.common.blackbox import BlackBoxEnvRunner
 from rllib_ext.common.blackbox.protocol import EpisodeResult, Payload
 from rllib_ext.common.policies import MLPPolicy
@@ -76,7 +76,7 @@ def policy_gradients(policy: MLPPolicy, obs: np.ndarray, actions: np.ndarray, we
         policy: The policy at θ_i.
         obs: Policy inputs s_t, shape [T, obs_dim].
         actions: Actions a_t as the env received them, shape [T, ...].
-        weights: w_t(γ_j), shape [m, T] (:func:`~rllib_ext.algorithms.cves.cves_learner.discounted_weights`).
+        weights: w_t(γ_j), shape [m, T] (:func:`~rllib_ext.algorithms.cves.control_variate.discounted_weights`).
 
     Returns:
         float32 array [m, d].

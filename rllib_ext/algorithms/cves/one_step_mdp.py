@@ -16,8 +16,8 @@ V_cv/V_es = (d + 1)/((1 + ρ²)d + 1): the variance of ES with a deterministic p
 Theorem 1's bound exceeds it by 4ρ²/([(1 + ρ²)d + 1](1 + ρ²)).
 
 :func:`draws` simulates the MDP with the project's own estimator code (the samplers,
-:func:`~rllib_ext.algorithms.cves.cves_learner.cv_terms` over Eq. 4/7/8 without normalization,
-:func:`~rllib_ext.algorithms.cves.cves_learner.discounted_weights` for the PG weights); the tests
+:func:`~rllib_ext.algorithms.cves.control_variate.cv_terms` over Eq. 4/7/8 without normalization,
+:func:`~rllib_ext.algorithms.cves.control_variate.discounted_weights` for the PG weights); the tests
 and ``benchmarks/cves_variance.py`` compare its variances with the formulas.
 """
 
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from rllib_ext.algorithms.cves.cves_learner import cv_terms, discounted_weights
+from rllib_ext.algorithms.cves.control_variate import cv_terms, discounted_weights
 from rllib_ext.common.blackbox.samplers import make_sampler
 
 

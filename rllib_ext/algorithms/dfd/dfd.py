@@ -27,7 +27,7 @@ import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.utils.annotations import override
 
-from rllib_ext.algorithms.dfd.dfd_learner import ParameterHistory, ReturnBuffer, dfd_gradient
+from rllib_ext.algorithms.dfd.estimator import ParameterHistory, ReturnBuffer, dfd_gradient
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm, BlackBoxConfig
 from rllib_ext.settings import Setting, changed
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from rllib_ext import cli
-from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.algorithms.cves import control_variate as cv
 from tests.builders import small_cves_config
 
 # App. C.1's γ adaptation from the paper's 0.99 (configs/cves.yaml); the default freezes γ.

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from rllib_ext import ARSConfig, cli, experiment
-from rllib_ext.algorithms.ars.ars_learner import ars_gradient
+from rllib_ext.algorithms.ars.estimator import ars_gradient
 from rllib_ext.common.blackbox.es_gradient import es_gradient
 from rllib_ext.common.blackbox.samplers import make_sampler
 from rllib_ext.optim import make_optimizer

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from rllib_ext.algorithms.cves import cves_learner as cv_learner
+from rllib_ext.algorithms.cves import control_variate as cv
 from rllib_ext.algorithms.cves.cves_env_runner import action_log_probs, policy_gradients
 from rllib_ext.common.policies import MLPPolicy
 
@@ -154,16 +154,16 @@ def test_the_pg_baseline_keeps_the_gradient_unbiased_and_cuts_its_variance():
     obs = np.zeros((1, 2), dtype=np.float32)
     gen = torch.Generator().manual_seed(2)
     prev = np.stack([policy.act(obs[0], explore=True, generator=gen) for _ in range(n_prev)])[:, 0] + K
-    baseline = cv_learner.discounted_weights(cv_learner.mean_reward_sequence(prev[:, None]), [0.99])  # T = 1
+    baseline = cv.discounted_weights(cv.mean_reward_sequence(prev[:, None]), [0.99])  # T = 1
     actions = np.stack([policy.act(obs[0], explore=True, generator=gen) for _ in range(n)])
     rewards = actions[:, 0].astype(np.float64) + K
     sizes = [p.numel() for p in policy.parameters()]
     bias = sum(sizes[: [p is policy.net[-1].bias for p in policy.parameters()].index(True)])  # β's flat index
     raw, based = [], []
     for a, r in zip(actions, rewards, strict=True):
-        w = cv_learner.discounted_weights([r], [0.99])
+        w = cv.discounted_weights([r], [0.99])
         raw.append(policy_gradients(policy, obs, a[None], w)[0, bias])
-        based.append(policy_gradients(policy, obs, a[None], cv_learner.subtract_baseline(w, baseline))[0, bias])
+        based.append(policy_gradients(policy, obs, a[None], cv.subtract_baseline(w, baseline))[0, bias])
     raw, based = np.array(raw), np.array(based)
     assert abs(based.mean() - 1.0) < 4 * based.std() / np.sqrt(n)  # unbiased: μ' = 1 at β = 0
     assert abs(raw.mean() - 1.0) < 4 * raw.std() / np.sqrt(n)
@@ -190,7 +190,7 @@ def test_the_runner_pg_is_eq5_at_the_perturbed_theta_minus_the_shipped_baseline(
     obs_dim, action_space = runner.env.observation_space.shape[0], runner.env.action_space
     policy = MLPPolicy(obs_dim, action_space, hiddens=[8], activation="relu", head="gaussian")
     policy.set_flat(theta_i)
-    weights = cv_learner.subtract_baseline(cv_learner.discounted_weights(rec.rewards, gammas), baseline)
+    weights = cv.subtract_baseline(cv.discounted_weights(rec.rewards, gammas), baseline)
     obs = np.stack(rec.observations[:steps]).astype(np.float32)  # no observation filter in §4
     expected = policy_gradients(policy, obs, np.stack(rec.actions), weights)
     np.testing.assert_allclose(result.g_pg, expected, rtol=1e-5, atol=1e-6)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.algorithms.cves import control_variate as cv
 from rllib_ext.algorithms.cves import one_step_mdp
 
 D, N, RHO, REPS = 16, 8, 1.0, 2000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rllib_ext.algorithms.cves import cves_learner as cv
+from rllib_ext.algorithms.cves import control_variate as cv
 from rllib_ext.common.blackbox.es_gradient import es_gradient
 from rllib_ext.common.blackbox.samplers import make_sampler
 from rllib_ext.common.blackbox.shaping import shape_returns

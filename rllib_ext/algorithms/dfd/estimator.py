@@ -1,4 +1,4 @@
-"""DFD's framework-neutral learner state: batch assembly and the delayed-FD estimator.
+"""DFD's estimator and its state: batch assembly, the parameter history and the delayed-FD gradient.
 
 Paper 000 (``../shared/papers/000_918eb0e7bb8ca864.txt``) §3.1–3.2, App. A.2:
 

@@ -1,4 +1,4 @@
-"""ARS's framework-neutral learner: the top-b, reward-std-scaled finite-difference estimator.
+"""ARS's estimator: the top-b, reward-std-scaled finite-difference direction.
 
 Mania, Guy, Recht (2018), "Simple random search provides a competitive approach to reinforcement
 learning" (arXiv:1803.07055; not in ``../shared/papers``), Algorithm 2 (ARS, versions V1, V1-t,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rllib_ext.algorithms.dfd.dfd_learner import (
+from rllib_ext.algorithms.dfd.estimator import (
     ParameterHistory,
     ReturnBuffer,
     dfd_gradient,

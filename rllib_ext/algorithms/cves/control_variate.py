@@ -1,4 +1,4 @@
-"""CVES's framework-neutral learner: the control-variate estimator and the η, γ adaptation.
+"""CVES's control variate: the estimator and the η, γ adaptation.
 
 Paper 002 (``../shared/papers/002_0511cdacd6792c57.txt``), "Variance Reduction for Evolution
 Strategies via Structured Control Variates". Names follow the paper:
