@@ -79,7 +79,7 @@ def _is_kind(value: Any, kind: type) -> bool:
 
 def _number(x: float) -> str:
     """A bound or a default as the docs write it: 0.0001 -> 1e-4, 262144 -> 262144."""
-    if isinstance(x, float) and x != 0 and abs(x) < 1e-3:
+    if isinstance(x, float) and x != 0 and abs(x) <= 1e-3:
         mantissa, exponent = f"{x:.0e}".split("e")
         return f"{mantissa}e{int(exponent)}"
     return repr(x)

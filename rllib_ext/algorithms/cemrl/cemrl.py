@@ -83,6 +83,9 @@ class CEMRLConfig(ERLConfig):
             source="apourchot 0.95, aes-rl 0.90",
             doc="ε ← τ·ε + (1 − τ)·ε_limit per generation, before it is added",
         ),
+        "cem_variance": changed(
+            doc="σ² = (1/K_e)·Σλ_i(z_i − μ_t)² + ε (`reference`, both codes) or Σλ_i(z_i − μ_t)² + ε (`eq2`)"
+        ),
         "antithetic": Setting(True, bool, doc="± pairs"),
         "max_retries": Setting(2, int, ge=0, doc="re-runs of a failed episode before fitness −inf"),
         "rl_batch_size": changed(default=100, source="100 (CEM-RL)"),
@@ -90,6 +93,14 @@ class CEMRLConfig(ERLConfig):
             source="last generation's env steps (CEM-RL)", doc="TD3 actor steps per RL individual"
         ),
         "num_env_runners": changed(default=1, doc="runners (`serial` uses one at a time)"),
+        "critic_num_gpus": changed(
+            source="— (apourchot trains on a GPU when there is one)",
+            doc="GPUs for the shared critic's worker (as AESRL_EXT's)",
+        ),
+        "num_gpus_per_env_runner": changed(
+            source="— (apourchot trains its actors on a GPU when there is one)",
+            doc="a share of a GPU per env runner, on which it trains its RL individuals' actors (as AESRL_EXT's)",
+        ),
     }
 
     def __init__(self, algo_class=None):

@@ -465,6 +465,25 @@ class IMPACTConfig(Configurable, KeepsMinusOneSettings, APPOConfig):
             rllib=True,
             doc="seconds per reported iteration (RLlib's IMPALA/APPO value)",
         ),
+        "num_gpus_per_learner": Setting(
+            0,
+            float,
+            ge=0,
+            rllib=True,
+            source="1 GPU (§4.3)",
+            doc="GPUs per learner: the module, its batches, the target outputs and the trace operator on the GPU",
+        ),
+        "clip_rewards": Setting(
+            None,
+            rllib=True,
+            source="Atari: the sign of each reward (the authors' RLlib)",
+            shown="None (no clipping)",
+            doc="`True`: the train batch's rewards become their sign; a number c > 0: clipped to [−c, c]; the "
+            "reported returns stay the env's",
+        ),
+        "restart_failed_sub_environments": Setting(
+            True, bool, rllib=True, doc="an env that raises or returns NaN/inf costs the episode, not the runner"
+        ),
         **{name: unused(why) for name, why in IGNORED_SETTINGS.items()},
     }
 
@@ -474,7 +493,6 @@ class IMPACTConfig(Configurable, KeepsMinusOneSettings, APPOConfig):
         # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
         # (logged, counted in env_runners/num_env_step_failures), not the env runner.
         self.env_runner_cls = FiniteSingleAgentEnvRunner
-        self.restart_failed_sub_environments = True
 
     @property
     def target_update_interval(self) -> int:

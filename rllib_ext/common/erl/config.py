@@ -165,6 +165,15 @@ class ERLConfig(BlackBoxConfig):
             source="— (the reference trains its critic on a GPU)",
             doc="GPUs for the critic worker (1 or a fraction): critic, targets and μ as target actor on the GPU",
         ),
+        "num_gpus_per_env_runner": Setting(
+            0,
+            float,
+            ge=0,
+            rllib=True,
+            source="— (the reference's workers train on a GPU when there is one)",
+            doc="a share of a GPU per env runner, on which it trains its RL individuals' actors "
+            "(`.env_runners(...)`); refused before actors start when the cluster has fewer GPUs than asked for",
+        ),
         "jobs_in_flight_per_env_runner": changed(
             default=1, doc="individuals in flight per runner (1: a runner gets the next individual when it is idle)"
         ),
