@@ -16,14 +16,17 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
 import torch
 import tree
 from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.core.learner.learner import Learner
 from ray.rllib.env.env_errors import StepFailedRecreateEnvError
+from ray.rllib.env.env_runner import EnvRunner
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.utils.annotations import override
@@ -32,6 +35,13 @@ from rllib_ext.common.steps import NUM_ENV_STEPS_DROPPED, NUM_ENV_STEPS_DROPPED_
 from rllib_ext.common.validation import algo_name
 
 logger = logging.getLogger(__name__)
+
+# The mixins below are typed as what they are mixed into; at run time they stay plain classes.
+if TYPE_CHECKING:
+    _AlgorithmBase = Algorithm
+    _EnvRunnerBase = EnvRunner
+else:
+    _AlgorithmBase = _EnvRunnerBase = object
 
 
 # ---------------------------------------------------------------------------------------------
@@ -48,9 +58,9 @@ def nonfinite_parameters(module: torch.nn.Module) -> list[str]:
     return [name for (name, _), ok in zip(params, finite.tolist(), strict=True) if not ok]
 
 
-def learner_nonfinite_parameters(learner) -> dict[str, list[str]]:
+def learner_nonfinite_parameters(learner: Learner) -> dict[str, list[str]]:
     """{module id: non-finite parameter names} of a Learner's modules (runs where the Learner is)."""
-    out = {}
+    out: dict[str, list[str]] = {}
     for module_id in learner.module.keys():
         module = learner.module[module_id]
         bad = nonfinite_parameters(module) if isinstance(module, torch.nn.Module) else []
@@ -70,7 +80,9 @@ def assert_finite_learner_parameters(algo: Algorithm, when: str = "after the tra
         FloatingPointError: Naming the algorithm, the module and its non-finite parameters.
     """
     bad: dict[str, list[str]] = {}
-    for result in algo.learner_group.foreach_learner(learner_nonfinite_parameters):
+    assert algo.learner_group is not None, "the algorithm has no learners to check"
+    # Ray annotates `func` as (Learner, Any) -> T; it calls func(learner, **kwargs).
+    for result in algo.learner_group.foreach_learner(learner_nonfinite_parameters):  # type: ignore[arg-type]
         for module_id, names in result.get().items():
             known = bad.setdefault(module_id, [])
             known += [n for n in names if n not in known]
@@ -94,7 +106,7 @@ def nonfinite_state_entries(state: Any, prefix: str = "") -> list[str]:
     return []
 
 
-class FiniteParametersGuard:
+class FiniteParametersGuard(_AlgorithmBase):
     """Algorithm mixin: every training iteration ends with :func:`assert_finite_learner_parameters`.
 
     Put it first among the bases: ``class IMPACT(FiniteParametersGuard, APPO)``. An algorithm
@@ -106,7 +118,7 @@ class FiniteParametersGuard:
         """Stops every learner-side update that could run during the check (none by default)."""
 
     @override(Algorithm)
-    def step(self):
+    def step(self) -> dict[str, Any]:
         results = super().step()
         self.hold_learners()
         assert_finite_learner_parameters(self)
@@ -120,7 +132,7 @@ class NonFiniteEnvStepError(StepFailedRecreateEnvError):
     """The env returned a NaN/inf observation or reward (RLlib recreates the env, drops the episode)."""
 
 
-def _numeric_leaves(value: Any):
+def _numeric_leaves(value: Any) -> Iterator[Any]:
     """The leaves of a nested structure, looking into object arrays (a multi-agent vector env
     returns its rewards as an object array of per-agent dicts)."""
     for leaf in tree.flatten(value):
@@ -131,7 +143,7 @@ def _numeric_leaves(value: Any):
             yield leaf
 
 
-def _first_nonfinite(what: str, value: Any):
+def _first_nonfinite(what: str, value: Any) -> str | None:
     for leaf in _numeric_leaves(value):
         arr = np.asarray(leaf)
         if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
@@ -139,7 +151,7 @@ def _first_nonfinite(what: str, value: Any):
     return None
 
 
-def raise_if_nonfinite(where: str, obs, rewards=None) -> None:
+def raise_if_nonfinite(where: str, obs: Any, rewards: Any = None) -> None:
     """Raises :class:`NonFiniteEnvStepError` (after a warning) for a NaN/inf observation or reward."""
     problem = _first_nonfinite("observation", obs) or (
         _first_nonfinite("reward", rewards) if rewards is not None else None
@@ -154,7 +166,7 @@ class StepTally:
 
     __slots__ = ("taken",)
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.taken = 0
 
 
@@ -166,20 +178,23 @@ class FiniteValuesWrapper(gym.vector.VectorWrapper):
     step, which gymnasium's next-step autoreset resets instead of stepping.
     """
 
-    def __init__(self, env, tally: StepTally | None = None):
+    def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], tally: StepTally | None = None):
         super().__init__(env)
         self.tally = tally
         self._ended = np.zeros(self.num_envs, dtype=bool)
 
     @override(gym.vector.VectorWrapper)
-    def reset(self, *, seed=None, options=None):
-        obs, infos = self.env.reset(seed=seed, options=options)
+    def reset(
+        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        # gymnasium annotates VectorWrapper.reset's seed as int | list[int], VectorEnv.reset's as int.
+        obs, infos = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
         self._ended[:] = False
         raise_if_nonfinite("reset()", obs)
         return obs, infos
 
     @override(gym.vector.VectorWrapper)
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         if self.tally is not None:
             self.tally.taken += int(self.num_envs - self._ended.sum())
         obs, rewards, terminateds, truncateds, infos = self.env.step(actions)
@@ -192,7 +207,7 @@ class FiniteValuesWrapper(gym.vector.VectorWrapper):
 _RECREATED_ENV_SEED_STRIDE = 10_007
 
 
-class _FiniteEnvRunnerMixin:
+class _FiniteEnvRunnerMixin(_EnvRunnerBase):
     """What the single- and multi-agent guarded runners share (put it first among the bases).
 
     Use with ``restart_failed_sub_environments=True`` (the default of the rllib_ext configs that
@@ -217,18 +232,18 @@ class _FiniteEnvRunnerMixin:
         raise NotImplementedError
 
     @staticmethod
-    def _episode_ended(terminateds, truncateds) -> bool:
+    def _episode_ended(terminateds: Any, truncateds: Any) -> bool:
         raise NotImplementedError
 
     def make_env(self) -> None:
         recreated = self.env is not None
-        super().make_env()
+        super().make_env()  # type: ignore[no-untyped-call]  # RLlib's EnvRunner.make_env is unannotated
         self._guard_env()
         if recreated and self._seed is not None:
             self._seed += _RECREATED_ENV_SEED_STRIDE
 
-    def _try_env_step(self, actions):
-        results = super()._try_env_step(actions)
+    def _try_env_step(self, actions: Any) -> Any:
+        results = super()._try_env_step(actions)  # type: ignore[no-untyped-call]  # unannotated in RLlib
         if isinstance(results, str):  # RLlib's ENV_STEP_FAILURE: the env was recreated
             self._failed_steps_in_a_row += 1
             if self._failed_steps_in_a_row > self.max_failed_steps_in_a_row:
@@ -255,18 +270,20 @@ class FiniteSingleAgentEnvRunner(_FiniteEnvRunnerMixin, SingleAgentEnvRunner):
     def _guard_env(self) -> None:
         if getattr(self, "_step_tally", None) is None:
             self._step_tally = StepTally()
+        assert self.env is not None, "make_env() made no env"
         self.env = FiniteValuesWrapper(self.env, self._step_tally)
 
     @override(SingleAgentEnvRunner)
-    def _increase_sampled_metrics(self, num_steps, num_episodes_completed):
+    def _increase_sampled_metrics(self, num_steps: int, num_episodes_completed: int) -> Any:
         taken, self._step_tally.taken = self._step_tally.taken, 0
         if taken > num_steps:
             self.metrics.log_value(NUM_ENV_STEPS_DROPPED_LIFETIME, taken - num_steps, reduce="lifetime_sum")
             self.metrics.log_value(NUM_ENV_STEPS_DROPPED, taken - num_steps, reduce="sum")
-        return super()._increase_sampled_metrics(max(taken, num_steps), num_episodes_completed)
+        # Unannotated in RLlib's SingleAgentEnvRunner.
+        return super()._increase_sampled_metrics(max(taken, num_steps), num_episodes_completed)  # type: ignore[no-untyped-call]
 
     @staticmethod
-    def _episode_ended(terminateds, truncateds) -> bool:
+    def _episode_ended(terminateds: Any, truncateds: Any) -> bool:
         return bool(np.any(terminateds) or np.any(truncateds))
 
 
@@ -280,21 +297,25 @@ class FiniteMultiAgentEnvRunner(_FiniteEnvRunnerMixin, MultiAgentEnvRunner):
 
     def _guard_env(self) -> None:
         env = self.env
+        assert env is not None, "make_env() made no env"
         step, reset = env.step, env.reset
 
-        def checked_step(actions):
+        def checked_step(actions: Any) -> tuple[Any, Any, Any, Any, Any]:
             out = step(actions)
             raise_if_nonfinite("step()", out[0], out[1])
             return out
 
-        def checked_reset(*, seed=None, options=None):
+        def checked_reset(*, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, Any]:
+            obs: Any
+            infos: Any
             obs, infos = reset(seed=seed, options=options)
             raise_if_nonfinite("reset()", obs)
             return obs, infos
 
-        env.step, env.reset = checked_step, checked_reset
+        # Replaced on the instance on purpose (see the class docstring), which mypy forbids for methods.
+        env.step, env.reset = checked_step, checked_reset  # type: ignore[method-assign]
 
     @staticmethod
-    def _episode_ended(terminateds, truncateds) -> bool:
+    def _episode_ended(terminateds: Any, truncateds: Any) -> bool:
         # One dict per sub-env; "__all__" ends that sub-env's episode.
         return any(d.get("__all__", False) for d in (*terminateds, *truncateds))

@@ -20,6 +20,7 @@ float32 vector (``torch.nn.utils.parameters_to_vector`` order).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +35,7 @@ HEADS = ("deterministic", "linear", "gaussian", "gaussian_2a")
 DETERMINISTIC_HEADS = ("deterministic", "linear")
 
 
-def check_policy_spec(action_space: gym.Space, head: str, activation: str) -> None:
+def check_policy_spec(action_space: gym.Space[Any], head: str, activation: str) -> None:
     """Raises ValueError naming the problem for an unsupported space/head/activation."""
     lookup(ACTIVATIONS, activation, "activation")
     if head not in HEADS:
@@ -58,10 +59,14 @@ class MLPPolicy(nn.Module):
         init_log_std: Initial log-std of the ``gaussian`` head.
     """
 
+    log_std: nn.Parameter
+    _center: torch.Tensor
+    _half: torch.Tensor
+
     def __init__(
         self,
         obs_dim: int,
-        action_space: gym.Space,
+        action_space: gym.Space[Any],
         hiddens: Sequence[int] = (64, 64),
         activation: str = "tanh",
         head: str = "deterministic",
@@ -71,9 +76,15 @@ class MLPPolicy(nn.Module):
         check_policy_spec(action_space, head, activation)
         self.head = head
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
-        self.action_dim = int(action_space.n) if self.discrete else int(action_space.shape[0])
+        box: gym.spaces.Box | None = None
+        if isinstance(action_space, gym.spaces.Discrete):
+            self.action_dim = int(action_space.n)
+        else:
+            box = cast(gym.spaces.Box, action_space)  # check_policy_spec: Discrete or a 1-d Box
+            self.action_dim = int(box.shape[0])
         out = 2 * self.action_dim if head == "gaussian_2a" else self.action_dim
-        layers, last = [], obs_dim
+        layers: list[nn.Module] = []
+        last = obs_dim
         for h in hiddens:
             layers += [nn.Linear(last, h), lookup(ACTIVATIONS, activation, "activation")()]
             last = h
@@ -81,13 +92,13 @@ class MLPPolicy(nn.Module):
         self.net = nn.Sequential(*layers)
         if head == "gaussian" and not self.discrete:
             self.log_std = nn.Parameter(torch.full((self.action_dim,), float(init_log_std)))
-        if not self.discrete:
-            low = np.where(np.isfinite(action_space.low), action_space.low, -1.0)
-            high = np.where(np.isfinite(action_space.high), action_space.high, 1.0)
+        if box is not None:
+            low = np.where(np.isfinite(box.low), box.low, -1.0)
+            high = np.where(np.isfinite(box.high), box.high, 1.0)
             self.register_buffer("_center", torch.as_tensor((high + low) / 2, dtype=torch.float32))
             self.register_buffer("_half", torch.as_tensor((high - low) / 2, dtype=torch.float32))
 
-    def _mean_std(self, out: torch.Tensor):
+    def _mean_std(self, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(mean, std or None) in [-1, 1] units from the network output of a Box policy."""
         if self.head == "gaussian_2a":
             # Paper 000 App. A.1: tanh outputs; variance mapped linearly from [-1, 1] onto [0, 1].
@@ -133,7 +144,7 @@ class MLPPolicy(nn.Module):
         return self._center + self._half * mean
 
     @torch.no_grad()
-    def act(self, obs: np.ndarray, explore: bool = False, generator=None):
+    def act(self, obs: np.ndarray, explore: bool = False, generator: torch.Generator | None = None) -> int | np.ndarray:
         """One action for one observation, as the env expects it (Box actions clipped to bounds)."""
         out = self.net(torch.from_numpy(np.asarray(obs, dtype=np.float32)))
         if self.discrete:
@@ -152,8 +163,8 @@ class MLPPolicy(nn.Module):
         # torch.tensor copies: θ may be a read-only array from Ray's object store. On the parameters'
         # device: vector_to_parameters would otherwise move a GPU policy's weights to the CPU.
         device = next(self.parameters()).device
-        theta = torch.tensor(np.asarray(theta), dtype=torch.float32, device=device)
-        torch.nn.utils.vector_to_parameters(theta, self.parameters())
+        vec = torch.tensor(np.asarray(theta), dtype=torch.float32, device=device)
+        torch.nn.utils.vector_to_parameters(vec, self.parameters())
 
     @property
     def num_params(self) -> int:

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+if TYPE_CHECKING:
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 ENV_STEPS_USED_LIFETIME = "env_steps_used_lifetime"
 ENV_STEPS_EVALUATION_LIFETIME = "env_steps_evaluation_lifetime"
@@ -71,7 +74,7 @@ class StepAccount:
         """Steps received but neither used, evaluation, nor wasted yet."""
         return self.total - self.used - self.evaluation - self.wasted
 
-    def log(self, metrics) -> None:
+    def log(self, metrics: MetricsLogger) -> None:
         """Logs the steps received since the last call under RLlib's keys, and the breakdown."""
         new, self.logged = self.total - self.logged, self.total
         metrics.log_value((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), new, reduce="lifetime_sum")
@@ -86,13 +89,13 @@ class StepAccount:
             setattr(self, field.name, int(state.get(field.name, 0)))
 
 
-def log_breakdown(metrics, *, used: int, evaluation: int = 0, wasted: int = 0, pending: int = 0) -> None:
+def log_breakdown(metrics: MetricsLogger, *, used: int, evaluation: int = 0, wasted: int = 0, pending: int = 0) -> None:
     """The breakdown next to ``num_env_steps_sampled_lifetime`` (lifetime values, not deltas)."""
     for key, value in zip(BREAKDOWN_KEYS, (used, evaluation, wasted, pending), strict=True):
         metrics.log_value((ENV_RUNNER_RESULTS, key), int(value), reduce="max", window=1)
 
 
-def log_all_used(metrics, wasted: int = 0, pending: int = 0) -> None:
+def log_all_used(metrics: MetricsLogger, wasted: int = 0, pending: int = 0) -> None:
     """The breakdown of a family on RLlib's env runners, whose every sampled step enters its
     learner (replay, train batch) but ``wasted`` ones (e.g. batches a full queue dropped) and the
     episodes RLlib dropped after a failed env step (``FiniteSingleAgentEnvRunner``); read after

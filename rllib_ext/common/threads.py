@@ -10,19 +10,36 @@ the driver too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 import torch
 
 from rllib_ext.common.validation import is_integer
 
+if TYPE_CHECKING:
+    from ray.rllib.core.learner.learner import Learner
 
-def check_torch_num_threads(config) -> None:
+    _LearnerBase = Learner
+else:
+    _LearnerBase = object
+
+
+class ThreadsConfig(Protocol):
+    """An AlgorithmConfig with the ``torch_num_threads`` setting."""
+
+    torch_num_threads: int | None
+
+    def _value_error(self, errmsg: str) -> None: ...
+
+
+def check_torch_num_threads(config: ThreadsConfig) -> None:
     """Rejects a ``torch_num_threads`` that is neither None nor an integer >= 1."""
     n = config.torch_num_threads
     if n is not None and (not is_integer(n) or n < 1):
         config._value_error(f"`torch_num_threads` must be None or an integer >= 1, got {n!r}")
 
 
-class TorchThreadsLearner:
+class TorchThreadsLearner(_LearnerBase):
     """Learner mixin (put it first in the bases): sets torch's thread count, then builds."""
 
     def build(self) -> None:

@@ -12,13 +12,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 
 
-class TrajectoryRecorder(gym.Wrapper):
+class TrajectoryRecorder(gym.Wrapper[Any, Any, Any, Any]):
     """Keeps the observations, actions and rewards of the current episode (reset clears them).
 
     Attributes:
@@ -28,19 +28,19 @@ class TrajectoryRecorder(gym.Wrapper):
         terminated: Whether the last step ended the episode by termination (not truncation).
     """
 
-    def __init__(self, env: gym.Env):
+    def __init__(self, env: gym.Env[Any, Any]):
         super().__init__(env)
         self.observations: list[np.ndarray] = []
         self.actions: list[Any] = []
         self.rewards: list[float] = []
         self.terminated = False
 
-    def reset(self, **kwargs):
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(**kwargs)
         self.observations, self.actions, self.rewards, self.terminated = [obs], [], [], False
         return obs, info
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.actions.append(np.array(action, copy=True))
         self.rewards.append(float(reward))
@@ -64,7 +64,7 @@ class TrajectoryRecorder(gym.Wrapper):
         }
 
 
-class ActionExploration(gym.ActionWrapper):
+class ActionExploration(gym.ActionWrapper[Any, np.ndarray, Any]):
     """Gaussian action noise or uniform random actions for a 1-d Box action space.
 
     Attributes (set between episodes):
@@ -72,7 +72,7 @@ class ActionExploration(gym.ActionWrapper):
         random_actions: Replace the policy's action by a uniform sample of the action space.
     """
 
-    def __init__(self, env: gym.Env, noise: float = 0.0, seed: int | None = None):
+    def __init__(self, env: gym.Env[Any, Any], noise: float = 0.0, seed: int | None = None):
         super().__init__(env)
         space = env.action_space
         if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1):
@@ -82,10 +82,10 @@ class ActionExploration(gym.ActionWrapper):
         self._half = np.where(np.isfinite(self._high - self._low), (self._high - self._low) / 2, 1.0).astype(np.float32)
         self._rng = np.random.default_rng(seed)
 
-    def action(self, action):
+    def action(self, action: Any) -> np.ndarray:
         if self.random_actions:
             return self._rng.uniform(self._low, self._high).astype(np.float32)
-        action = np.asarray(action, dtype=np.float32)
+        a = np.asarray(action, dtype=np.float32)
         if self.noise > 0:
-            action = action + self.noise * self._half * self._rng.standard_normal(action.shape, dtype=np.float32)
-        return np.clip(action, self._low, self._high)
+            a = a + self.noise * self._half * self._rng.standard_normal(a.shape, dtype=np.float32)
+        return np.clip(a, self._low, self._high)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import overload
 
 import torch
 
@@ -43,6 +44,12 @@ class NormalizedStepOptimizer(torch.optim.Optimizer):
 
     def _after_step(self) -> None:
         """Bookkeeping run after every step, zero gradient included (DSGD's controller)."""
+
+    @overload
+    def step(self, closure: None = None) -> None: ...
+
+    @overload
+    def step(self, closure: Callable[[], float]) -> float: ...
 
     @torch.no_grad()
     def step(self, closure: Callable[[], float] | None = None) -> float | None:

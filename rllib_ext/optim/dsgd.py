@@ -104,7 +104,7 @@ class DSGD(NormalizedStepOptimizer):
 
     def __init__(
         self,
-        params: Iterable[torch.Tensor] | Iterable[dict],
+        params: Iterable[torch.Tensor] | Iterable[dict[str, Any]],
         lr: float = DEFAULT_LR,
         eps1: float = DEFAULT_EPS1,
         eps2: float = DEFAULT_EPS2,
@@ -161,7 +161,7 @@ class DSGD(NormalizedStepOptimizer):
 
     def _clip(self, eta: float, group: dict[str, Any]) -> float:
         """Clips η to [0.23·η0, η0], η0 the group's current lr (paper 000 §4.1, after Eq. 21)."""
-        eta0 = group["lr"]
+        eta0: float = group["lr"]
         return min(max(eta, self.min_fraction * eta0), eta0)
 
     def _eta(self, group: dict[str, Any]) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 
@@ -33,7 +34,7 @@ class MSGD(NormalizedStepOptimizer):
 
     def __init__(
         self,
-        params: Iterable[torch.Tensor] | Iterable[dict],
+        params: Iterable[torch.Tensor] | Iterable[dict[str, Any]],
         lr: float = DEFAULT_LR,
         step_fraction: float = ADAM_STEP_FRACTION,
     ):

@@ -40,7 +40,7 @@ def get_optimizer_class(name: str) -> type[torch.optim.Optimizer]:
 
 
 def make_optimizer(
-    name: str, params: Iterable[torch.Tensor] | Iterable[dict], **overrides: Any
+    name: str, params: Iterable[torch.Tensor] | Iterable[dict[str, Any]], **overrides: Any
 ) -> torch.optim.Optimizer:
     """Builds the optimizer ``name`` over ``params`` with the paper's defaults and ``overrides``.
 

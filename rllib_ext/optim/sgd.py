@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 
@@ -27,5 +28,5 @@ class SGD(torch.optim.SGD):
         lr: η, the learning rate (paper 000 Table 3: 0.01).
     """
 
-    def __init__(self, params: Iterable[torch.Tensor] | Iterable[dict], lr: float = DEFAULT_LR):
+    def __init__(self, params: Iterable[torch.Tensor] | Iterable[dict[str, Any]], lr: float = DEFAULT_LR):
         super().__init__(params, lr=lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)
