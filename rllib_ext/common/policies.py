@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from rllib_ext.common.mlp import mlp
 from rllib_ext.common.names import lookup
 
 ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "elu": nn.ELU, "softsign": nn.Softsign}
@@ -83,13 +84,7 @@ class MLPPolicy(nn.Module):
             box = cast(gym.spaces.Box, action_space)  # check_policy_spec: Discrete or a 1-d Box
             self.action_dim = int(box.shape[0])
         out = 2 * self.action_dim if head == "gaussian_2a" else self.action_dim
-        layers: list[nn.Module] = []
-        last = obs_dim
-        for h in hiddens:
-            layers += [nn.Linear(last, h), lookup(ACTIVATIONS, activation, "activation")()]
-            last = h
-        layers.append(nn.Linear(last, out))
-        self.net = nn.Sequential(*layers)
+        self.net = mlp(obs_dim, hiddens, out, lookup(ACTIVATIONS, activation, "activation"))
         if head == "gaussian" and not self.discrete:
             self.log_std = nn.Parameter(torch.full((self.action_dim,), float(init_log_std)))
         if box is not None:

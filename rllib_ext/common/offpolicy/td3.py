@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from rllib_ext.common.mlp import mlp
 from rllib_ext.common.offpolicy.target_networks import soft_update
 from rllib_ext.common.policies import MLPPolicy
 
@@ -79,17 +80,8 @@ class TwinCritic(nn.Module):
     def __init__(self, obs_dim: int, act_dim: int, hiddens: Sequence[int] = PAPER_HIDDENS):
         super().__init__()
         self.obs_dim, self.act_dim = int(obs_dim), int(act_dim)
-        self.q1_net = self._mlp(self.obs_dim + self.act_dim, hiddens)
-        self.q2_net = self._mlp(self.obs_dim + self.act_dim, hiddens)
-
-    @staticmethod
-    def _mlp(in_dim: int, hiddens: Sequence[int]) -> nn.Sequential:
-        layers, last = [], in_dim
-        for h in hiddens:
-            layers += [nn.Linear(last, int(h)), nn.LeakyReLU()]
-            last = int(h)
-        layers.append(nn.Linear(last, 1))
-        return nn.Sequential(*layers)
+        self.q1_net = mlp(self.obs_dim + self.act_dim, hiddens, 1, nn.LeakyReLU)
+        self.q2_net = mlp(self.obs_dim + self.act_dim, hiddens, 1, nn.LeakyReLU)
 
     def forward(self, obs: torch.Tensor, act: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(Q_θ1(s, a), Q_θ2(s, a)), each of shape [B]."""

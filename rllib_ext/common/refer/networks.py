@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from rllib_ext.common.mlp import mlp
+
 __all__ = ["Standardizer", "network_settings", "paper_mlp", "softplus_inverse"]
 
 #: App. A's network: two hidden layers of 128 units, Softsign.
@@ -63,20 +65,17 @@ def paper_mlp(
     in_dim: int, hidden: Sequence[int], out_dim: int, activation: type[nn.Module] = nn.Softsign
 ) -> nn.Sequential:
     """Linear/``activation`` (App. A: Softsign) layers of sizes ``hidden`` and a linear output layer (App. A init)."""
-    layers = []
-    fan_in = in_dim
-    for width in hidden:
-        lin = nn.Linear(fan_in, width)
-        nn.init.xavier_uniform_(lin.weight)  # Glorot & Bengio (2010), App. A
-        nn.init.zeros_(lin.bias)
-        layers += [lin, activation()]
-        fan_in = width
-    out = nn.Linear(fan_in, out_dim)
-    bound = 0.1 / np.sqrt(fan_in)  # U[−0.1/√f_i, 0.1/√f_i], App. A
-    nn.init.uniform_(out.weight, -bound, bound)
-    nn.init.zeros_(out.bias)
-    layers.append(out)
-    return nn.Sequential(*layers)
+    return mlp(in_dim, hidden, out_dim, activation, init=_paper_init)
+
+
+def _paper_init(layer: nn.Linear, output: bool) -> None:
+    """App. A: Glorot-uniform hidden weights; output weights U[−0.1/√f_i, 0.1/√f_i]; zero biases."""
+    if output:
+        bound = 0.1 / np.sqrt(layer.in_features)  # U[−0.1/√f_i, 0.1/√f_i], App. A
+        nn.init.uniform_(layer.weight, -bound, bound)
+    else:
+        nn.init.xavier_uniform_(layer.weight)  # Glorot & Bengio (2010), App. A
+    nn.init.zeros_(layer.bias)
 
 
 class Standardizer(nn.Module):
