@@ -206,7 +206,7 @@ def fit(tuner, logdir: str) -> int:
             f"{int(metrics.get(STEPS_KEY, 0) or 0):,d} env steps, return {ret_s}{ckpt}"
         )
     print(f"rllib: results in {logdir}\nrllib: TensorBoard: tensorboard --logdir {logdir}", flush=True)
-    if results.num_terminated + results.num_errors < len(results):  # Ctrl-C: Tune stopped and saved its state
+    if experiment.unfinished_trials(logdir):  # Ctrl-C: Tune stopped the run and saved its state
         print(f"rllib: interrupted; go on with: rllib train --resume {logdir}", file=sys.stderr, flush=True)
         return INTERRUPTED
     return status

@@ -574,6 +574,18 @@ def resume(path: str, *, storage_path: str | None = None):
     return tuner, logdir, algo
 
 
+def unfinished_trials(logdir: str) -> int:
+    """How many trials of the experiment in ``logdir`` neither finished nor failed, as Tune saved its
+    state: after a Ctrl-C (Tune stops the run and saves it) these are what :func:`resume` goes on with."""
+    from ray import tune
+
+    try:
+        trials = tune.ExperimentAnalysis(logdir).trials or []
+    except Exception:  # no state saved (nothing ran): nothing to resume
+        return 0
+    return sum(t.status not in ("TERMINATED", "ERROR") for t in trials)
+
+
 # ---------------------------------------------------------------------------------------------
 # Checkpoints.
 # ---------------------------------------------------------------------------------------------
