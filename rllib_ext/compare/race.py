@@ -16,7 +16,7 @@ Variants of one registered algorithm race under labels (``LABEL=NAME``; a plain 
 
     rllib race --benchmark dfd_ablation --env CartPole-v1 \\
         --algos "DFD+DSGD=DFD_EXT" "DFD+Adam=DFD_EXT" "FD+DSGD=DFD_EXT" "ES=ES_EXT" \\
-        --common '{"policy_hiddens": [32], "num_env_runners": 1}' \\
+        --common '{"policy_hiddens": [32], "num_env_runners": 1, "eval_episodes": 10}' \\
         --set 'DFD+DSGD:optimizer="dsgd"' --set 'FD+DSGD:optimizer="dsgd"' \\
         --set FD+DSGD:delayed_returns=false --record blackbox/eta_u \\
         --budget-env-steps 200000 --eval-every-env-steps 20000
