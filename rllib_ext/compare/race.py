@@ -168,7 +168,7 @@ class Entry:
 
     label: str
     registered: str
-    algo_cls: type
+    algo_cls: Any
     config: Any
     settings: dict[str, Any]
     evaluate: Callable[[Any, int], list[float]]
@@ -309,7 +309,7 @@ def plan(args, own: dict[str, dict[str, Any]]) -> list[Entry]:
         )
     entries = []
     for label, name in args.algos.items():
-        algo_cls = registry.resolve_algorithm_class(name)
+        algo_cls: Any = registry.resolve_algorithm_class(name)
         if algo_cls is None:
             raise RaceError(f"{label}: unknown algorithm {name!r}; known: {', '.join(registry.all_names())}")
         overrides = {**common, **own[label]}

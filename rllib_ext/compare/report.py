@@ -47,6 +47,7 @@ import os
 import re
 import textwrap
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -101,7 +102,7 @@ def differing_keys(rows: Sequence[RunRow]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 #: The defaults of the settings :func:`recount` reads, as they were when the rows of schema 1 were
 #: written (2026-11-22 to 27; a row's ``settings`` hold only what its race set).
-OLD_DEFAULTS = {
+OLD_DEFAULTS: dict[str, dict[str, Any]] = {
     "ES_EXT": {"eval_episodes": 0, "episodes_per_batch": 40},
     "DFD_EXT": {"eval_episodes": 0, "episodes_per_batch": 40},
     "CVES_EXT": {"eval_episodes": 0, "episodes_per_batch": 10},
@@ -222,18 +223,20 @@ def counted_rule(row: RunRow) -> str:
 def recount_cell(runs: Sequence[RunRow]) -> str:
     """The table's env-steps breakdown of one entry: where its steps went (rows since 2026-11-27), or
     what the old count left out and the estimated total (rows before); IQM over its runs."""
-    ends = [r.breakdown_at_end() for r in runs]
-    if all(ends):
+    ends = [end for end in (r.breakdown_at_end() for r in runs) if end]
+    if len(ends) == len(runs):
         return " / ".join(_fmt(stats.iqm([e[k] for e in ends]), "steps") for k in ends[0])
     recounts = [recount(r) for r in runs]
     if all(rc is None for rc in recounts):
         if all(r.step_count == EVERY_SIMULATED_STEP for r in runs):
             return "not logged"
         return "every sampled step (counted as now)"
-    if any(rc is None or rc.uncounted is None for rc in recounts):
+    known = [rc for rc in recounts if rc is not None and rc.uncounted is not None]
+    if len(known) < len(recounts):
         return "counted the old way; not derivable from the rows"
+    recounts = known
     counted = [float(r.curve.env_steps[-1]) for r in runs]
-    left_out = [rc.uncounted for rc in recounts]
+    left_out = [float(rc.uncounted) for rc in known if rc.uncounted is not None]
     total = stats.iqm([c + u for c, u in zip(counted, left_out, strict=True)])
     share = stats.iqm([u / (c + u) for c, u in zip(counted, left_out, strict=True)])
     bound = "≥ " if any(rc.lower_bound for rc in recounts) else "≈ "
@@ -322,7 +325,7 @@ def _fmt(x: float, unit: str = "") -> str:
 
 def _interval(values: Sequence[float], unit: str = "") -> str:
     ci = stats.stratified_bootstrap_ci([np.asarray(values, dtype=float)], aggregate=stats.iqm, seed=SEED)
-    return f"{_fmt(ci.point, unit)} [{_fmt(ci.low, unit)}, {_fmt(ci.high, unit)}]"
+    return f"{_fmt(float(ci.point), unit)} [{_fmt(float(ci.low), unit)}, {_fmt(float(ci.high), unit)}]"
 
 
 def target_cells(rows: Sequence[RunRow]) -> tuple[str, str, str]:
@@ -335,7 +338,8 @@ def target_cells(rows: Sequence[RunRow]) -> tuple[str, str, str]:
     if reached == 0:
         return cell, "not reached", "not reached"
     if reached == len(rows):
-        return cell, _interval([h[0] for h in hits], "steps"), _interval([h[1] for h in hits])
+        done = [h for h in hits if h is not None]
+        return cell, _interval([h[0] for h in done], "steps"), _interval([h[1] for h in done])
     # Censored: an unreached run counts at its budget, so the IQM is a lower bound.
     steps = [h[0] if h else float(r.curve.env_steps[-1]) for h, r in zip(hits, rows, strict=True)]
     walls = [h[1] if h else float(r.curve.wall_s[-1]) for h, r in zip(hits, rows, strict=True)]
@@ -526,7 +530,9 @@ def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) ->
     out = {}
     for (benchmark, env), group in group_by(rows, "benchmark", "env").items():
         path = os.path.join(figures_dir, f"{_slug(benchmark)}_{_slug(env)}.png")
-        bad, machines, old = [], [], {}
+        bad: list[str] = []
+        machines: list[str] = []
+        old: dict[str, list[str]] = {}
         for (race,), rs in group_by(group, "race").items():
             note = step_axis_note(rs)
             if note:

@@ -189,7 +189,8 @@ class RunRow:
         if not self.env_steps_breakdown:
             return None
         end = {key: values[-1] for key, values in self.env_steps_breakdown.items()}
-        return None if any(v is None for v in end.values()) else end
+        known = {key: v for key, v in end.items() if v is not None}
+        return known if len(known) == len(end) else None
 
     @classmethod
     def from_dict(cls, data: Any) -> RunRow:
