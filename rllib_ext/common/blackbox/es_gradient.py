@@ -32,7 +32,7 @@ def es_gradient(returns: np.ndarray, eps: np.ndarray, sigma: float) -> np.ndarra
         raise ValueError(f"es_gradient: need returns [N] and eps [N, d], got {F.shape} and {eps.shape}")
     if not sigma > 0:
         raise ValueError(f"es_gradient: sigma must be > 0, got {sigma}")
-    g = F @ eps / (sigma * len(F))  # Eq. (9), paper 000 §2.2
+    g: np.ndarray = F @ eps / (sigma * len(F))  # Eq. (9), paper 000 §2.2
     return g.astype(eps.dtype if np.issubdtype(eps.dtype, np.floating) else np.float64)
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from torch import nn
@@ -119,7 +120,7 @@ class NumpyPolicy:
             start += p.numel()
         self.num_params = start
         # Layers: [weight name, bias name, activation or None (the output layer)].
-        layers: list[list] = []
+        layers: list[list[Any]] = []  # [weight name, bias name, activation or None]
         for name, module in policy.net.named_children():
             if isinstance(module, nn.Linear):
                 layers.append([f"net.{name}.weight", f"net.{name}.bias", None])
@@ -193,7 +194,8 @@ class NumpyPolicy:
         """A copy of the noise the last explored step used (None before any in this episode)."""
         if self._noise is None:
             return None
-        return self._noise[self._noise_pos - 1].copy()
+        last: np.ndarray = self._noise[self._noise_pos - 1].copy()
+        return last
 
     def _next_noise(self) -> np.ndarray:
         pos = self._noise_pos
@@ -207,7 +209,9 @@ class NumpyPolicy:
                 self._noise = self._rng.standard_normal(shape, dtype=_F32)
             pos = 0
         self._noise_pos = pos + 1
-        return self._noise[pos]
+        assert self._noise is not None  # drawn above or by an earlier step of this block
+        row: np.ndarray = self._noise[pos]
+        return row
 
     def forward(self, obs: np.ndarray) -> np.ndarray:
         """The network output (``MLPPolicy.net(obs)``) for one observation, as a new float32 array."""
@@ -276,6 +280,6 @@ class NumpyPolicy:
             np.maximum(mean, self._lo, out=mean)
             np.minimum(mean, self._hi, out=mean)
         # else: a tanh mean is in [-1, 1] already, where the clamp changes nothing.
-        action = np.multiply(self._half, mean)
+        action: np.ndarray = np.multiply(self._half, mean)
         action += self._center
         return action

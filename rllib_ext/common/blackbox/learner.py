@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Any, Protocol, cast
+
 import numpy as np
 import torch
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.utils.annotations import override
 
+from rllib_ext.common.blackbox.rl_module import BlackBoxRLModule
 from rllib_ext.common.guards import nonfinite_parameters
 from rllib_ext.common.validation import algo_name
+
+
+class BlackBoxLearnerSettings(Protocol):
+    """The settings the learner reads (a BlackBoxConfig sets them from its settings table at run
+    time, so they are not declared on the class)."""
+
+    optimizer: str
+    lr: float
+    optimizer_kwargs: dict[str, Any] | None
+    l2_coeff: float
+
+
+def _settings(config: AlgorithmConfig | None) -> BlackBoxLearnerSettings:
+    return cast(BlackBoxLearnerSettings, config)
 
 
 class BlackBoxLearner(TorchLearner):
@@ -21,19 +39,27 @@ class BlackBoxLearner(TorchLearner):
     """
 
     @override(TorchLearner)
-    def configure_optimizers_for_module(self, module_id, config=None):
+    def configure_optimizers_for_module(self, module_id: str, config: AlgorithmConfig | None = None) -> None:
         from rllib_ext.optim import make_optimizer
 
-        params = self.get_parameters(self._module[module_id])
-        optimizer = make_optimizer(config.optimizer, params, lr=config.lr, **dict(config.optimizer_kwargs or {}))
+        settings = _settings(config)
+        params = self.get_parameters(self._policy_module(module_id))
+        optimizer = make_optimizer(settings.optimizer, params, lr=settings.lr, **dict(settings.optimizer_kwargs or {}))
         self.register_optimizer(module_id=module_id, optimizer=optimizer, params=params)
 
     @override(TorchLearner)
-    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+    def compute_loss_for_module(
+        self, *, module_id: str, config: AlgorithmConfig, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
         raise NotImplementedError("black-box learners apply gradient estimates (apply_gradient_estimate)")
 
+    def _policy_module(self, module_id: str = DEFAULT_MODULE_ID) -> BlackBoxRLModule:
+        """The learner's BlackBoxRLModule (RLlib types ``_module`` as an optional MultiRLModule)."""
+        assert self._module is not None, "the learner is not built"
+        return cast(BlackBoxRLModule, self._module[module_id])  # the config's module (check_user_module)
+
     def get_flat(self) -> np.ndarray:
-        return self._module[DEFAULT_MODULE_ID].get_flat()
+        return self._policy_module().get_flat()
 
     def apply_gradient_estimate(self, g_hat: np.ndarray, reward: float | None = None) -> dict[str, float]:
         """One optimizer step along the ascent estimate ``g_hat`` (flat, θ's layout).
@@ -46,7 +72,7 @@ class BlackBoxLearner(TorchLearner):
             FloatingPointError: ``g_hat`` or the new θ is not finite (the iteration fails loudly
                 rather than publishing NaN weights).
         """
-        module = self._module[DEFAULT_MODULE_ID]
+        module = self._policy_module()
         params = list(module.parameters())
         theta = torch.nn.utils.parameters_to_vector(params).detach().clone()
         g = torch.as_tensor(np.asarray(g_hat, dtype=np.float32))
@@ -54,7 +80,7 @@ class BlackBoxLearner(TorchLearner):
             raise FloatingPointError(
                 f"{algo_name(self.config)}: gradient estimate contains NaN/inf; refusing to update θ"
             )
-        l2 = float(self.config.l2_coeff)
+        l2 = float(_settings(self.config).l2_coeff)
         ascent = g - l2 * theta if l2 else g
         offset = 0
         for p in params:

@@ -10,6 +10,7 @@ instead of two Welford updates per step as in RLlib's ``MeanStdFilter``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -43,21 +44,21 @@ class ObservationFilter:
         enabled: False makes :meth:`__call__` the identity (paper 002 runs without a filter).
     """
 
-    def __init__(self, shape, clip: float | None = 5.0, enabled: bool = True):
+    def __init__(self, shape: Iterable[int], clip: float | None = 5.0, enabled: bool = True):
         self.shape = tuple(shape)
         self.clip = clip
         self.enabled = enabled
         self.stats = RunningStat(self.shape)
         self._mean = np.zeros(self.shape, np.float32)
         self._inv_std = np.ones(self.shape, np.float32)
-        self._seen = []
+        self._seen: list[np.ndarray] = []
         self._set_bounds()
 
     def _set_bounds(self) -> None:
         # ±clip as arrays: np.minimum/np.maximum with array operands cost about a third of np.clip
         # on observation-sized arrays (the filter runs once per env step).
-        self._hi = np.full(self.shape, self.clip, np.float32) if self.clip else None
-        self._lo = -self._hi if self.clip else None
+        self._hi: np.ndarray | None = np.full(self.shape, self.clip, np.float32) if self.clip else None
+        self._lo: np.ndarray | None = -self._hi if self._hi is not None else None
 
     def __call__(self, obs: np.ndarray, record: bool = True) -> np.ndarray:
         # An own copy: it is recorded, and an env may reuse its observation buffer.
@@ -68,7 +69,7 @@ class ObservationFilter:
             self._seen.append(obs)
         out = obs - self._mean
         out *= self._inv_std
-        if self._hi is not None:
+        if self._hi is not None and self._lo is not None:
             np.minimum(out, self._hi, out=out)
             np.maximum(out, self._lo, out=out)
         return out

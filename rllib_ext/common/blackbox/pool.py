@@ -40,10 +40,15 @@ import dataclasses
 import itertools
 import logging
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import ray
 
-from rllib_ext.common.blackbox.protocol import Call, Job, Payload, Reply, theta_digest
+from rllib_ext.common.blackbox.protocol import Call, EpisodeResult, Job, Payload, Reply, theta_digest
+
+if TYPE_CHECKING:
+    from ray.rllib.env.env_runner_group import EnvRunnerGroup
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +80,7 @@ class AsyncJobPool:
 
     def __init__(
         self,
-        env_runner_group,
+        env_runner_group: EnvRunnerGroup,
         jobs_in_flight: int = 2,
         overdue_factor: float = 20.0,
         overdue_min_s: float = 30.0,
@@ -89,7 +94,7 @@ class AsyncJobPool:
         self._in_flight: dict[int, dict[object, _Sent]] = collections.defaultdict(dict)  # runner -> ref -> call
         self._by_ref: dict[object, _Sent] = {}  # every call in flight, by the ObjectRef of its reply
         self._version = -1
-        self._payload_ref = None
+        self._payload_ref: ray.ObjectRef[Payload] | None = None
         self._ids = itertools.count()
         self.busy_s: dict[int, float] = collections.defaultdict(float)
         self.num_calls_lost = 0
@@ -121,7 +126,7 @@ class AsyncJobPool:
             stamped = tuple(dataclasses.replace(j, version=self._version) for j in jobs)
             self._queue.append(Call(payload_ref=self._payload_ref, jobs=stamped))
 
-    def drop_queued(self, predicate) -> int:
+    def drop_queued(self, predicate: Callable[[Call], bool]) -> int:
         """Removes queued (not yet sent) calls for which ``predicate(call)`` holds; returns how many."""
         kept = [call for call in self._queue if not predicate(call)]
         dropped = len(self._queue) - len(kept)
@@ -216,14 +221,14 @@ class AsyncJobPool:
             self._requeue_lost(self.healthy_runner_ids())
         return out
 
-    def _take_out_of_service(self, runner: int, error: Exception) -> None:
+    def _take_out_of_service(self, runner: int, error: Exception | str) -> None:
         """Marks ``runner`` unhealthy in RLlib's actor manager, as RLlib's own fetch does on a Ray error."""
         manager = self.group._worker_manager
         if manager.is_actor_healthy(runner):
             logger.warning("rllib_ext: env runner %d failed (%s); taking it out of service", runner, error)
             manager.set_actor_state(runner, healthy=False)
 
-    def _credit_ok(self, result) -> bool:
+    def _credit_ok(self, result: EpisodeResult) -> bool:
         expected = self._digests.get(result.version)
         if expected is None or result.theta_digest == expected:
             return True

@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import dataclasses
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
 
 
 def theta_digest(theta: np.ndarray) -> int:
     """CRC32 of θ's float32 bytes: which parameters a runner held, in 4 bytes (a credit check)."""
-    return zlib.crc32(memoryview(np.ascontiguousarray(theta, dtype=np.float32)).cast("B"))
+    # numpy's stubs do not declare ndarray a Buffer for Python 3.11 (it is one).
+    return zlib.crc32(memoryview(np.ascontiguousarray(theta, dtype=np.float32)).cast("B"))  # type: ignore[arg-type]
 
 
 # -- jobs -------------------------------------------------------------------------------------
@@ -87,9 +91,9 @@ class IndividualJob(Job):
     """
 
     seed: int | None = None
-    params_ref: list | None = None
+    params_ref: list[ObjectRef[Any]] | None = None
     rl_steps: int = 0
-    critic_ref: list | None = None
+    critic_ref: list[ObjectRef[Any]] | None = None
     random_actions: bool = False
 
     @property
@@ -210,18 +214,22 @@ def result_to_state(result: EpisodeResult) -> dict[str, Any]:
 _JOB_TYPES = {cls.__name__: cls for cls in (Job, PerturbationJob, EvaluationJob, IndividualJob)}
 
 
-def result_from_state(state: dict[str, Any], result_types: dict[str, type] | None = None) -> EpisodeResult:
+def result_from_state(
+    state: dict[str, Any], result_types: dict[str, type[EpisodeResult]] | None = None
+) -> EpisodeResult:
     """Inverse of :func:`result_to_state`; also reads the untyped dicts of checkpoints before the protocol.
 
     A pre-protocol result was ``{"id", "seed", "n", "index", "return", "length", "u", ...}``.
     """
     if "job" not in state:  # a checkpoint written before the typed protocol
         index = state.get("index")
-        common = {"id": int(state["id"]), "version": int(state["u"])}
-        job = (
-            EvaluationJob(**common)
+        job_id, version = int(state["id"]), int(state["u"])
+        job: Job = (
+            EvaluationJob(id=job_id, version=version)
             if index is None
-            else PerturbationJob(**common, seed=int(state["seed"]), n=int(state["n"]), index=int(index))
+            else PerturbationJob(
+                id=job_id, version=version, seed=int(state["seed"]), n=int(state["n"]), index=int(index)
+            )
         )
         return EpisodeResult(
             job=job,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import gymnasium as gym
 import numpy as np
 from ray.rllib.core.columns import Columns
@@ -15,11 +17,13 @@ class BlackBoxRLModule(TorchRLModule):
     """The black-box policy as an RLModule (RLlib owns, syncs and checkpoints θ)."""
 
     @override(TorchRLModule)
-    def setup(self):
+    def setup(self) -> None:
         obs_space = self.observation_space
         if not (isinstance(obs_space, gym.spaces.Box) and len(obs_space.shape) == 1):
             raise ValueError(f"black-box policies need a 1-d Box observation space, got {obs_space}")
-        cfg = dict(self.model_config or {})
+        cfg = dict(cast("dict[str, Any]", self.model_config or {}))  # the config's model_config_for_policy
+        if self.action_space is None:  # what MLPPolicy would say
+            raise ValueError("black-box policies support Discrete or 1-d Box actions, got None")
         self.policy = MLPPolicy(
             int(obs_space.shape[0]),
             self.action_space,
@@ -29,7 +33,7 @@ class BlackBoxRLModule(TorchRLModule):
         )
 
     @override(TorchRLModule)
-    def _forward(self, batch, **kwargs):
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return {Columns.ACTION_DIST_INPUTS: self.policy.net(batch[Columns.OBS])}
 
     def get_flat(self) -> np.ndarray:

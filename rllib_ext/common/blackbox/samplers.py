@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import abc
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -90,7 +91,7 @@ class PerturbationSampler(abc.ABC):
             )
         self.dim = int(dim)
         self.antithetic = antithetic
-        self._blocks: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._blocks: OrderedDict[tuple[int, ...], np.ndarray] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim}, antithetic={self.antithetic})"
@@ -134,8 +135,8 @@ class PerturbationSampler(abc.ABC):
             raise ValueError(f"perturbation index i must be in [0, {n}), got {i!r}")
         k = i // 2 if self.antithetic else i
         directions = self._directions(seed, n_dirs, np.array([k]))
-        rows = self._rows(directions)
-        return rows[i % 2 if self.antithetic else 0].astype(np.float32)
+        row: np.ndarray = self._rows(directions)[i % 2 if self.antithetic else 0]
+        return row.astype(np.float32)
 
     # -- subclass hooks --------------------------------------------------------------------------
 
@@ -147,7 +148,7 @@ class PerturbationSampler(abc.ABC):
         """The antithetic partner of each direction: −δ (Salimans et al. 2017)."""
         return -directions
 
-    def _cached_block(self, key: tuple, build) -> np.ndarray:
+    def _cached_block(self, key: tuple[int, ...], build: Callable[[], np.ndarray]) -> np.ndarray:
         """Returns ``build()`` for ``key``, keeping the last few blocks."""
         if key in self._blocks:
             self._blocks.move_to_end(key)
@@ -221,8 +222,9 @@ class GCMCSampler(GaussianSampler):
         # F_R(r) + F_R(r') = 1  <=>  r' = F_R^{-1}(1 − F_R(r)) = isf(F_R(r)), precise in both tails.
         from scipy import stats  # lazy: scipy.stats costs ~1 s of every worker's import
 
-        r_coupled = stats.chi.isf(stats.chi.cdf(r, self.dim), self.dim)
-        return -directions * (r_coupled / r)[:, None]
+        r_coupled: np.ndarray = stats.chi.isf(stats.chi.cdf(r, self.dim), self.dim)
+        mirrored: np.ndarray = -directions * (r_coupled / r)[:, None]
+        return mirrored
 
 
 class OrthogonalSampler(PerturbationSampler):
@@ -256,8 +258,9 @@ class OrthogonalSampler(PerturbationSampler):
             q = q * np.where(signs == 0.0, 1.0, signs)  # Gram–Schmidt's signs: Haar-distributed
             from scipy import stats
 
-            lengths = stats.chi.rvs(self.dim, size=m, random_state=rng)
-            return q.T * lengths[:, None]
+            lengths: np.ndarray = stats.chi.rvs(self.dim, size=m, random_state=rng)
+            block: np.ndarray = q.T * lengths[:, None]
+            return block
 
         return self._cached_block((seed, n_dirs, b), build)
 
@@ -290,7 +293,7 @@ class QMCSampler(PerturbationSampler):
     def __init__(self, dim: int, *, antithetic: bool | None = None, scramble_seed: int = 0):
         super().__init__(dim, antithetic=antithetic)
         self.scramble_seed = int(scramble_seed)
-        self._halton = None  # scipy.stats.qmc.Halton, built on first use
+        self._halton: Any = None  # scipy.stats.qmc.Halton (scipy ships no types), built on first use
         self._points = np.empty((0, self.dim))
 
     def _halton_points(self, n_dirs: int) -> np.ndarray:
@@ -313,7 +316,8 @@ class QMCSampler(PerturbationSampler):
         from scipy import special
 
         tiny = 2.0**-53  # keep Φ^{-1} finite: r in [2^-53, 1 - 2^-53] bounds |ε| by 8.3
-        return special.ndtri(np.clip(r, tiny, 1.0 - tiny))  # ε_k = Φ^{-1}(r_k), paper 002 §4
+        eps: np.ndarray = special.ndtri(np.clip(r, tiny, 1.0 - tiny))  # ε_k = Φ^{-1}(r_k), paper 002 §4
+        return eps
 
 
 # The registry: name -> class.

@@ -36,7 +36,7 @@ def centered_rank(returns: np.ndarray) -> np.ndarray:
         return np.zeros(x.shape, dtype=np.float32)
     from scipy import stats  # lazy: keeps scipy.stats out of every worker's import
 
-    ranks = stats.rankdata(x.ravel(), method="average") - 1.0  # 0 ... n − 1
+    ranks: np.ndarray = stats.rankdata(x.ravel(), method="average") - 1.0  # 0 ... n − 1
     return (ranks / (x.size - 1) - 0.5).reshape(x.shape).astype(np.float32)
 
 
@@ -56,10 +56,11 @@ def standardize(returns: np.ndarray) -> np.ndarray:
     if x.size == 0:
         return x.astype(np.float32)
     centered = x - x.mean()
-    std = centered.std()
+    std = float(centered.std())
     if std <= 1e-8 * max(1.0, float(np.abs(x).max())):
         return np.zeros(x.shape, dtype=np.float32)
-    return (centered / std).astype(np.float32)
+    shaped: np.ndarray = (centered / std).astype(np.float32)
+    return shaped
 
 
 def none(returns: np.ndarray) -> np.ndarray:
