@@ -15,9 +15,13 @@ One :meth:`OffPolicyAlgorithm.training_step`:
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.core.learner.learner_group import LearnerGroup
+from ray.rllib.env.env_runner_group import EnvRunnerGroup
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
@@ -28,20 +32,27 @@ from ray.rllib.utils.metrics import (
     SYNCH_WORKER_WEIGHTS_TIMER,
     TIMERS,
 )
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from rllib_ext.common.guards import FiniteParametersGuard, assert_finite_learner_parameters
-from rllib_ext.common.offpolicy.learner import UpdateReport
+from rllib_ext.common.offpolicy.learner import ReplayLearner, UpdateReport
 from rllib_ext.common.steps import log_all_used
 
 
 class OffPolicyAlgorithm(FiniteParametersGuard, Algorithm):
     """Sample, store and update in the Learner, check, sync (see the module docstring)."""
 
+    # Set by Algorithm.setup before any training_step (RLlib types them Optional).
+    config: AlgorithmConfig
+    metrics: MetricsLogger
+    env_runner_group: EnvRunnerGroup
+    learner_group: LearnerGroup
+
     @override(Algorithm)
     def training_step(self) -> None:
         """Samples env steps, hands them to the Learners (replay, updates), syncs changed weights."""
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            episodes, env_runner_results = synchronous_parallel_sample(
+            sampled = synchronous_parallel_sample(
                 worker_set=self.env_runner_group,
                 concat=True,
                 sample_timeout_s=self.config.sample_timeout_s,
@@ -49,13 +60,14 @@ class OffPolicyAlgorithm(FiniteParametersGuard, Algorithm):
                 _return_metrics=True,
                 **self._sample_kwargs(),
             )
+        # _return_metrics=True: (episodes, the runners' metrics).
+        episodes, env_runner_results = cast(tuple[list[Any], list[dict[str, Any]]], sampled)
         self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
         log_all_used(self.metrics)  # every sampled step enters the replay (warm-up included)
 
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             reports: list[UpdateReport] = [
-                r.get()
-                for r in self.learner_group.foreach_learner(lambda learner, _e=episodes: learner.train_on_episodes(_e))
+                r.get() for r in self.learner_group.foreach_learner(partial(_train_on_episodes, episodes=episodes))
             ]
         results = [r.results for r in reports if r.results]
         if results:
@@ -68,3 +80,8 @@ class OffPolicyAlgorithm(FiniteParametersGuard, Algorithm):
     def _sample_kwargs(self) -> dict[str, Any]:
         """Further ``synchronous_parallel_sample`` arguments for this step (default: none)."""
         return {}
+
+
+def _train_on_episodes(learner: ReplayLearner, episodes: list[Any]) -> UpdateReport:
+    """What each Learner runs (through ``foreach_learner``)."""
+    return learner.train_on_episodes(episodes)

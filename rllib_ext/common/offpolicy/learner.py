@@ -21,6 +21,7 @@ contents the replay starts empty).
 from __future__ import annotations
 
 import abc
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -41,7 +42,7 @@ class UpdateReport:
             module state such as ReF-ER's state statistics).
     """
 
-    results: dict
+    results: dict[str, Any]
     num_updates: int
     weights_changed: bool
 
@@ -61,7 +62,7 @@ class ReplayLearner(Learner):
 
     replay: Any
 
-    def train_on_episodes(self, episodes: list) -> UpdateReport:
+    def train_on_episodes(self, episodes: list[Any]) -> UpdateReport:
         """Stores the chunks and takes the updates they make due.
 
         Args:
@@ -81,7 +82,7 @@ class ReplayLearner(Learner):
         )
 
     @abc.abstractmethod
-    def _store(self, episodes: list) -> int:
+    def _store(self, episodes: list[Any]) -> int:
         """Adds the chunks' env steps to the replay; returns the number of updates now due (>= 0).
 
         An implementation sets ``self._weights_changed = True`` when it changes what the env
@@ -105,12 +106,18 @@ class ReplayLearner(Learner):
         """Restores :meth:`_counter_state`'s output."""
 
     @override(Learner)
-    def get_state(self, components=None, *, not_components=None, **kwargs) -> StateDict:
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> StateDict:
         """RLlib's learner state plus :attr:`STATE_KEY`: counters, and the replay with ``checkpoint_replay``."""
         state = super().get_state(components, not_components=not_components, **kwargs)
         if self._check_component(self.STATE_KEY, components, not_components):
             state[self.STATE_KEY] = self._counter_state()
-            if self.config.checkpoint_replay:
+            if self.config.checkpoint_replay:  # type: ignore[attr-defined]  # the families' Configs have it
                 state[self.STATE_KEY][self.REPLAY_STATE_KEY] = self.replay.get_state()
         return state
 
