@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rllib_ext import _compat
+
 logger = logging.getLogger(__name__)
 
 # Metric names users know from older RLlib versions -> RLlib 2.60 result keys.
@@ -142,9 +144,9 @@ def resolve_algorithm(name: str):
 def check_env_id(env: str) -> None:
     """Raises ExperimentError unless ``env`` is a gymnasium id or a name registered with Tune."""
     import gymnasium as gym
-    from ray.tune.registry import ENV_CREATOR, _global_registry
+    from ray.tune.registry import ENV_CREATOR
 
-    if _global_registry.contains(ENV_CREATOR, env):
+    if _compat.tune_registry_contains(ENV_CREATOR, env):
         return
     try:
         gym.spec(env)
@@ -247,7 +249,7 @@ def build_config(
     check_env_id(env)
     unknown = []
     for key in overrides:
-        translated = config._translate_special_keys(key, warn_deprecated=False)
+        translated = _compat.translate_config_key(config, key)
         try:
             known = hasattr(config, translated)
         except Exception as e:  # RLlib's deprecated properties raise ValueError from the getter

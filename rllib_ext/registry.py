@@ -25,6 +25,7 @@ import dataclasses
 import importlib
 import logging
 
+from rllib_ext import _compat
 from rllib_ext.common.names import ALGORITHM_NAMES
 
 logger = logging.getLogger(__name__)
@@ -195,22 +196,20 @@ def resolve_algorithm_class(name: str) -> type | None:
     if name in ALGORITHMS:
         return get_algorithm_class(name)
     if name in rllib_builtin_names():
-        from ray.rllib.algorithms.registry import _get_algorithm_class
-
-        return _get_algorithm_class(name)
+        return _compat.rllib_algorithm_class(name)
     return None
 
 
 def _register_envs() -> None:
     import gymnasium as gym
-    from ray.tune.registry import ENV_CREATOR, _global_registry, register_env
+    from ray.tune.registry import ENV_CREATOR, register_env
 
     for env_id, entry_point in ENVS.items():
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=entry_point)
         # Tune's registry too, so that remote env runners (which never imported rllib_ext)
         # can build the env from its name.
-        if not _global_registry.contains(ENV_CREATOR, env_id):
+        if not _compat.tune_registry_contains(ENV_CREATOR, env_id):
             register_env(env_id, _make_registered_env(env_id))
 
 
@@ -236,14 +235,14 @@ def register_all() -> list[str]:
     Idempotent: names already present in Tune's registry are skipped. Returns the names
     registered by this call.
     """
-    from ray.tune.registry import TRAINABLE_CLASS, _global_registry, register_trainable
+    from ray.tune.registry import TRAINABLE_CLASS, register_trainable
 
     _register_envs()
     registered = []
     for name in ALGORITHMS:
         # Already registered (e.g. in a Ray worker, by the driver): skip, so that a worker does
         # not import every algorithm module (about 1 s per process).
-        if _global_registry.contains(TRAINABLE_CLASS, name):
+        if _compat.tune_registry_contains(TRAINABLE_CLASS, name):
             continue
         try:
             cls = get_algorithm_class(name)
@@ -264,7 +263,5 @@ def install_post_init_hook() -> None:
     global _hook_installed
     if _hook_installed:
         return
-    import ray._private.worker
-
-    ray._private.worker._post_init_hooks.append(register_all)
+    _compat.add_post_init_hook(register_all)
     _hook_installed = True

@@ -48,8 +48,9 @@ from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.utils.annotations import override
-from ray.tune.registry import ENV_CREATOR, _global_registry
+from ray.tune.registry import ENV_CREATOR
 
+from rllib_ext import _compat
 from rllib_ext.common.names import registered_name
 
 #: Action kinds for :func:`check_vector_spaces`.
@@ -169,10 +170,10 @@ def check_unused_settings(config: AlgorithmConfig, unused: Mapping[str, str]) ->
         if (
             name == "train_batch_size"
             and "train_batch_size_per_learner" not in unused
-            and config._train_batch_size_per_learner is None
+            and _compat.given_train_batch_size_per_learner(config) is None
         ):
             continue  # RLlib derives the per-learner batch from it
-        attr = name if name in vars(config) else f"_{name}"
+        attr = _compat.setting_attribute(config, name)
         value, default = getattr(config, attr, None), getattr(defaults, attr, None)
         if not _equal(value, default):
             changed.append(
@@ -252,7 +253,7 @@ def changed_model_config(config: AlgorithmConfig) -> dict[str, Any]:
     RLlib does not know (a custom module's) always count; the algorithm's own auto-included keys
     are not the user's and are left out.
     """
-    given = config._model_config
+    given = _compat.given_model_config(config)
     if dataclasses.is_dataclass(given) and not isinstance(given, type):
         given = dataclasses.asdict(given)
     return {
@@ -285,7 +286,7 @@ def check_model_config_keys(config: AlgorithmConfig, used: Collection[str], netw
 def user_module_classes(config: AlgorithmConfig) -> dict[str, type]:
     """``{module id: class}`` of the module classes given with ``config.rl_module(rl_module_spec=...)``
     (an ``RLModuleSpec`` or a ``MultiRLModuleSpec``) other than the algorithm's default module class."""
-    spec = config._rl_module_spec
+    spec = _compat.given_rl_module_spec(config)
     if spec is None:
         return {}
     specs = spec.rl_module_specs if isinstance(spec, MultiRLModuleSpec) else {DEFAULT_MODULE_ID: spec}
@@ -394,8 +395,8 @@ def check_optimizer(config: AlgorithmConfig) -> None:
 def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers: int = 0) -> gym.Env:
     """One (non-vectorized) env, resolved like RLlib does: Tune-registered name, then gymnasium id."""
     env_ctx = EnvContext(dict(config.env_config or {}), worker_index=worker_index, num_workers=num_workers)
-    if isinstance(config.env, str) and _global_registry.contains(ENV_CREATOR, config.env):
-        return _global_registry.get(ENV_CREATOR, config.env)(env_ctx)
+    if isinstance(config.env, str) and _compat.tune_registry_contains(ENV_CREATOR, config.env):
+        return _compat.tune_registry_get(ENV_CREATOR, config.env)(env_ctx)
     if callable(config.env):
         return config.env(env_ctx)
     return gym.make(config.env, **dict(config.env_config or {}))
@@ -543,7 +544,7 @@ def check_default_module_builds(
 
     Skipped when a custom env-to-module connector may change the observation space.
     """
-    if spaces is None or config._env_to_module_connector is not None:
+    if spaces is None or _compat.given_env_to_module_connector(config) is not None:
         return
     if not isinstance(spaces, dict):
         spaces = {DEFAULT_MODULE_ID: spaces}

@@ -76,6 +76,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from rllib_ext import _compat
 from rllib_ext.algorithms.impact.impact_learner import LEARNER_DROPPED_STEPS_KEY, LEARNER_WAIT_TIMEOUT_S
 from rllib_ext.algorithms.impact.losses import SURROGATE_RATIOS, VALUE_TARGETS
 from rllib_ext.algorithms.impact.reward_clipping import add_reward_clipping, clip_rewards_error
@@ -666,7 +667,9 @@ class IMPACT(FiniteParametersGuard, APPO):
 
         # Group fragments into train batches of M env steps (IMPALA's packing), and split them
         # among the learners (each learner its own C(N, K)).
-        packages = self._pre_queue_episode_refs(episode_refs, package_size=self.config.train_batch_size_per_learner)
+        packages = _compat.pre_queue_episode_refs(
+            self, episode_refs, package_size=self.config.train_batch_size_per_learner
+        )
         shares = self._impact_shares(packages)
         if episode_refs:  # the breakdown moves only with new fragments (most loops bring none)
             self._impact_log_steps(shares)
@@ -706,7 +709,7 @@ class IMPACT(FiniteParametersGuard, APPO):
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             outs = self._impact_foreach_learner(
                 lambda learner, _s=shares, _t=timesteps, _r=reward: learner.impact_update(
-                    packages=_s[learner._learner_index], timesteps=_t, reward=_r
+                    packages=_s[_compat.learner_index(learner)], timesteps=_t, reward=_r
                 ),
                 what="impact_update",
             )

@@ -58,6 +58,7 @@ from ray.rllib.utils.metrics import ALL_MODULES, NUM_ENV_STEPS_SAMPLED_LIFETIME
 from ray.rllib.utils.schedules.scheduler import Scheduler
 from ray.rllib.utils.typing import ModuleID, StateDict
 
+from rllib_ext import _compat
 from rllib_ext.algorithms.impact.circular_buffer import CircularBuffer
 from rllib_ext.algorithms.impact.learner_thread import LearnerThread
 from rllib_ext.algorithms.impact.losses import adapt_kl_coeff
@@ -139,11 +140,11 @@ class IMPACTLearner(Learner):
         )
         # The learner thread logs metrics while the caller of impact_update reduces them, and
         # trains while get_state/set_state (checkpoints, broadcasts) read or write the weights.
-        self.metrics._threading_lock = threading.RLock()
+        _compat.set_metrics_lock(self.metrics, threading.RLock())
         self._update_lock = threading.RLock()
         self._weights_lock = threading.Lock()
         self._learner_thread = LearnerThread(
-            self._buffer, self._update_on, name=f"IMPACT_EXT: learner {self._learner_index}'s thread"
+            self._buffer, self._update_on, name=f"IMPACT_EXT: learner {_compat.learner_index(self)}'s thread"
         )
         self._timesteps: dict[str, Any] = {}
         self._reward: float | None = None
@@ -155,13 +156,15 @@ class IMPACTLearner(Learner):
             lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None
         )
         self.curr_kl_coeffs_per_module: dict[ModuleID, Any] = LambdaDefaultDict(
-            lambda module_id: self._get_tensor_variable(float(self.config.get_config_for_module(module_id).kl_coeff))
+            lambda module_id: _compat.tensor_variable(
+                self, float(self.config.get_config_for_module(module_id).kl_coeff)
+            )
         )
         self.entropy_coeff_schedulers_per_module: dict[ModuleID, Scheduler] = LambdaDefaultDict(
             lambda module_id: Scheduler(
                 fixed_value_or_schedule=self.config.get_config_for_module(module_id).entropy_coeff,
                 framework=self.framework,
-                device=self._device,
+                device=self.device,
             )
         )
         self._num_updates = 0
@@ -213,7 +216,7 @@ class IMPACTLearner(Learner):
             training_data = TrainingData(episodes_refs=refs)
             training_data.solve_refs()
             env_steps = sum(len(e) for e in training_data.episodes)  # before the connector's phantom steps
-            batch = self._make_batch_if_necessary(training_data=training_data)
+            batch = _compat.make_batch_if_necessary(self, training_data)
             batch.rllib_ext_env_steps = env_steps
             if self._buffer.put(batch):  # line 6 input; a full wait queue drops its oldest batch
                 self.metrics.log_value((ALL_MODULES, DROPPED_KEY), 1, reduce="lifetime_sum")
@@ -286,9 +289,9 @@ class IMPACTLearner(Learner):
                         optimizer.report_reward(self._reward)
             # Lines 8-9 (the loss is the framework subclass'); line 10 in the buffer, line 11
             # in `after_gradient_based_update`.
-            Learner.update(self, batch=batch, timesteps=self._timesteps, _no_metrics_reduce=True)
+            _compat.update_without_metrics_reduce(self, batch, timesteps=self._timesteps)
             # Line 12: a broadcast every t_frequency updates.
-            if self._num_updates % self.config.broadcast_interval == 0 and self._learner_index == 0:
+            if self._num_updates % self.config.broadcast_interval == 0 and _compat.learner_index(self) == 0:
                 # With several learners the weights are equal after each update (DDP); the
                 # first learner's snapshot serves all (as RLlib's IMPALA/APPO learners do).
                 self._broadcast_due = True
@@ -466,7 +469,7 @@ class IMPACTLearner(Learner):
 
     def sync_target_networks(self) -> None:
         """(θ', w') <- (θ, w) for every module (Algorithm 1 line 11; τ = 1 copies)."""
-        for module_id, module in self.module._rl_modules.items():
+        for module_id, module in self.module.items():
             module = module.unwrapped()
             if not isinstance(module, TargetNetworkAPI):
                 continue
@@ -576,7 +579,7 @@ class IMPACTLearner(Learner):
 
     def _get_state(self, components, *, not_components, **kwargs) -> StateDict:
         state = super().get_state(components, not_components=not_components, **kwargs)
-        if self._check_component(STATE_KEY, components, not_components):
+        if _compat.wants_component(self, STATE_KEY, components, not_components):
             state[STATE_KEY] = {
                 "kl_coeffs": {mid: float(v.item()) for mid, v in self.curr_kl_coeffs_per_module.items()},
                 "num_updates": self._num_updates,

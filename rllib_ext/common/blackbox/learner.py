@@ -54,9 +54,9 @@ class BlackBoxLearner(TorchLearner):
         raise NotImplementedError("black-box learners apply gradient estimates (apply_gradient_estimate)")
 
     def _policy_module(self, module_id: str = DEFAULT_MODULE_ID) -> BlackBoxRLModule:
-        """The learner's BlackBoxRLModule (RLlib types ``_module`` as an optional MultiRLModule)."""
-        assert self._module is not None, "the learner is not built"
-        return cast(BlackBoxRLModule, self._module[module_id])  # the config's module (check_user_module)
+        """The learner's BlackBoxRLModule."""
+        assert self.module is not None, "the learner is not built"
+        return cast(BlackBoxRLModule, self.module[module_id])  # the config's module (check_user_module)
 
     def get_flat(self) -> np.ndarray:
         return self._policy_module().get_flat()

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import ray
 
+from rllib_ext import _compat
 from rllib_ext.common.blackbox.protocol import Call, EpisodeResult, Job, Payload, Reply, theta_digest
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ class AsyncJobPool:
         self._requeue_lost(healthy)
         if not self._queue:
             return 0
-        actors, sent = self.group._worker_manager.actors(), 0
+        actors, sent = _compat.worker_manager(self.group).actors(), 0
         for rid in healthy:
             while self._queue and len(self._in_flight[rid]) < self.jobs_in_flight:
                 call = self._queue.popleft()
@@ -223,7 +224,7 @@ class AsyncJobPool:
 
     def _take_out_of_service(self, runner: int, error: Exception | str) -> None:
         """Marks ``runner`` unhealthy in RLlib's actor manager, as RLlib's own fetch does on a Ray error."""
-        manager = self.group._worker_manager
+        manager = _compat.worker_manager(self.group)
         if manager.is_actor_healthy(runner):
             logger.warning("rllib_ext: env runner %d failed (%s); taking it out of service", runner, error)
             manager.set_actor_state(runner, healthy=False)

@@ -219,7 +219,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     def sync_mu_to_learner(self) -> None:
         """Writes μ into the learner's module, so RLlib's checkpoints and `rllib evaluate` use it."""
         mu = self.mu
-        self._on_learner(lambda learner: learner._module[DEFAULT_MODULE_ID].set_flat(mu))
+        self._on_learner(lambda learner: learner.module[DEFAULT_MODULE_ID].set_flat(mu))
 
     def free_slots(self) -> int:
         return (

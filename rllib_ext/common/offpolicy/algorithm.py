@@ -16,13 +16,12 @@ One :meth:`OffPolicyAlgorithm.training_step`:
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.learner.learner_group import LearnerGroup
 from ray.rllib.env.env_runner_group import EnvRunnerGroup
-from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
@@ -34,6 +33,7 @@ from ray.rllib.utils.metrics import (
 )
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
+from rllib_ext._compat import sample_episodes_and_metrics
 from rllib_ext.common.guards import FiniteParametersGuard, assert_finite_learner_parameters
 from rllib_ext.common.offpolicy.learner import ReplayLearner, UpdateReport
 from rllib_ext.common.steps import log_all_used
@@ -52,16 +52,9 @@ class OffPolicyAlgorithm(FiniteParametersGuard, Algorithm):
     def training_step(self) -> None:
         """Samples env steps, hands them to the Learners (replay, updates), syncs changed weights."""
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            sampled = synchronous_parallel_sample(
-                worker_set=self.env_runner_group,
-                concat=True,
-                sample_timeout_s=self.config.sample_timeout_s,
-                _uses_new_env_runners=True,
-                _return_metrics=True,
-                **self._sample_kwargs(),
+            episodes, env_runner_results = sample_episodes_and_metrics(
+                self.env_runner_group, sample_timeout_s=self.config.sample_timeout_s, **self._sample_kwargs()
             )
-        # _return_metrics=True: (episodes, the runners' metrics).
-        episodes, env_runner_results = cast(tuple[list[Any], list[dict[str, Any]]], sampled)
         self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
         log_all_used(self.metrics)  # every sampled step enters the replay (warm-up included)
 

@@ -29,6 +29,8 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.typing import StateDict
 
+from rllib_ext._compat import wants_component
+
 
 @dataclass(frozen=True)
 class UpdateReport:
@@ -115,7 +117,7 @@ class ReplayLearner(Learner):
     ) -> StateDict:
         """RLlib's learner state plus :attr:`STATE_KEY`: counters, and the replay with ``checkpoint_replay``."""
         state = super().get_state(components, not_components=not_components, **kwargs)
-        if self._check_component(self.STATE_KEY, components, not_components):
+        if wants_component(self, self.STATE_KEY, components, not_components):
             state[self.STATE_KEY] = self._counter_state()
             if self.config.checkpoint_replay:  # type: ignore[attr-defined]  # the families' Configs have it
                 state[self.STATE_KEY][self.REPLAY_STATE_KEY] = self.replay.get_state()

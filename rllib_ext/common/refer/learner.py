@@ -40,6 +40,7 @@ from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, Sa
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
 
+from rllib_ext._compat import update_without_metrics_reduce
 from rllib_ext.common.offpolicy.learner import ReplayLearner
 from rllib_ext.common.refer.config import _refer_eta
 from rllib_ext.common.refer.episodes import EpisodeAssembler
@@ -169,7 +170,7 @@ class ReFERLearner(ReplayLearner):
         :class:`~rllib_ext.common.refer.torch_learner.ReFERTorchLearner` takes the same steps
         without the generic batch handling.
         """
-        Learner.update(self, batch=self._to_batch(sample), _no_metrics_reduce=True)
+        update_without_metrics_reduce(self, self._to_batch(sample))
 
     @staticmethod
     def _to_batch(sample: dict[str, np.ndarray]) -> MultiAgentBatch:

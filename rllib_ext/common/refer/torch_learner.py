@@ -40,6 +40,7 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
+from rllib_ext._compat import foreach_norm, optimizer_lr
 from rllib_ext.common.offpolicy.target_networks import lerp_targets, soft_update_tensors
 from rllib_ext.common.refer.learner import ReFERLearner
 from rllib_ext.common.refer.rules import diag_gaussian_kl, diag_gaussian_log_rho, near_policy_mask
@@ -82,7 +83,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         """(target tensors, main tensors) of every target network of the module (cached)."""
         if self._target_tensors is None:
             targets, mains = [], []
-            for module in self.module._rl_modules.values():
+            for module in self.module.values():
                 module = module.unwrapped()
                 if isinstance(module, TargetNetworkAPI):
                     for main_net, target_net in module.get_target_network_pairs():
@@ -127,8 +128,8 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         if self._uses_rllib_update():
             return super()._update_on_sample(sample)
         batch = {k: torch.from_numpy(v) for k, v in sample.items() if k != "idx"}
-        if self._device is not None and self._device != torch.device("cpu"):
-            batch = {k: v.to(self._device) for k, v in batch.items()}
+        if self.device is not None and self.device != torch.device("cpu"):
+            batch = {k: v.to(self.device) for k, v in batch.items()}
         self._weights_seq_no += 1
         losses = {}
         for module_id in self.module.keys():
@@ -175,7 +176,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         RLlib's methods run, with their exact nan/inf handling.
         """
         grads = [p.grad for p in self._params.values() if p.grad is not None]
-        finite = not grads or bool(torch.isfinite(torch.stack(torch._foreach_norm(grads))).all())
+        finite = not grads or bool(torch.isfinite(torch.stack(foreach_norm(grads))).all())
         if self._postprocesses_gradients() or not finite:
             gradients = {pid: p.grad for pid, p in self._params.items() if p.grad is not None}
             self.apply_gradients(self.postprocess_gradients(gradients))
@@ -209,7 +210,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
                 for optimizer_name in self._module_optimizers[module_id]:
                     m.log_value(
                         (module_id, f"{optimizer_name[len(module_id) + 1 :]}_{LR_KEY}"),
-                        self._get_optimizer_lr(self._named_optimizers[optimizer_name]),
+                        optimizer_lr(self, self._named_optimizers[optimizer_name]),
                         window=1,
                     )
             m.log_value((ALL_MODULES, NUM_ENV_STEPS_TRAINED), B * n, reduce="sum", with_throughput=True)
@@ -243,7 +244,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
     @override(TorchLearner)
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         """One optimizer over the whole module, at ``config.lr``."""
-        module = self._module[module_id]
+        module = self.module[module_id]
         self._register(module_id, "default_optimizer", self.get_parameters(module), config.lr, config)
 
     def _register(self, module_id, name: str, params, lr: float, config, **overrides) -> None:
@@ -267,5 +268,5 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
 
     @override(ReFERLearner)
     def _set_state_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
-        for module in self.module._rl_modules.values():
+        for module in self.module.values():
             module.unwrapped().set_state_stats(mean, std)

@@ -32,7 +32,7 @@ class DDPGTorchLearner(ReFERTorchLearner):
     @override(ReFERTorchLearner)
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         """Policy network at ``actor_lr``, value network at ``critic_lr`` (App. A)."""
-        module = self._module[module_id].unwrapped()
+        module = self.module[module_id].unwrapped()
         self._register(module_id, "actor", self.get_parameters(module.actor), config.actor_lr, config)
         self._register(module_id, "critic", self.get_parameters(module.critic), config.critic_lr, config)
 

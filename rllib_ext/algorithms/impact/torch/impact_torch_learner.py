@@ -34,6 +34,7 @@ from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.typing import ModuleID, TensorType
 
+from rllib_ext._compat import foreach_norm
 from rllib_ext.algorithms.impact.impact_learner import (
     KL_COEFF_KEY,
     KL_KEY,
@@ -74,7 +75,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
     def configure_optimizers_for_module(self, module_id: ModuleID, config=None) -> None:
         """One optimizer over the module's parameters, chosen by ``config.optimizer``."""
         config = config or self.config.get_config_for_module(module_id)
-        params = self.get_parameters(self._module[module_id])
+        params = self.get_parameters(self.module[module_id])
         kwargs = dict(config.optimizer_kwargs or {})
         kwargs.pop("lr", None)
         lr0 = config.lr if isinstance(config.lr, (int, float)) else config.lr[0][1]
@@ -94,7 +95,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
 
     @override(IMPACTLearner)
     def _nonfinite_weights(self, module_ids: list[ModuleID]) -> list[str]:
-        """One fused reduction (``torch._foreach_norm``) over the modules' parameters on their
+        """One fused reduction (:func:`~rllib_ext._compat.foreach_norm`) over the modules' parameters on their
         device and one sync; the per-parameter check (exact, naming them) only when it flags.
 
         A norm is NaN or inf when its tensor holds a NaN or ±inf, and can also overflow to inf
@@ -109,7 +110,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         if not named:
             return []
         with torch.no_grad():
-            norms = torch._foreach_norm([p.detach() for _, p in named])
+            norms = foreach_norm([p.detach() for _, p in named])
             if bool(torch.isfinite(torch.stack([n.to(norms[0].device) for n in norms])).all()):
                 return []
             return [name for name, p in named if not bool(torch.isfinite(p).all())]
@@ -123,7 +124,7 @@ class IMPACTTorchLearner(TorchThreadsLearner, IMPACTLearner, TorchLearner):
         """torch.distributed's all-reduce in the learners' process group (DDP's: gloo or NCCL)."""
         if not values:
             return []
-        tensor = torch.tensor(values, dtype=torch.float64, device=self._device)
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
         reduce_op = {"sum": torch.distributed.ReduceOp.SUM, "min": torch.distributed.ReduceOp.MIN}[op]
         torch.distributed.all_reduce(tensor, op=reduce_op)
         return tensor.tolist()

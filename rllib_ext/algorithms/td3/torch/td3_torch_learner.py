@@ -38,7 +38,7 @@ class TD3TorchLearner(TorchThreadsLearner, TD3Learner, TorchLearner):
     @override(TorchLearner)
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
         """A TD3Updater on the module's networks; its two Adams registered with RLlib."""
-        module = self._module[module_id].unwrapped()
+        module = self.module[module_id].unwrapped()
         updater = TD3Updater(
             module.obs_dim,
             module.action_space,
@@ -57,7 +57,7 @@ class TD3TorchLearner(TorchThreadsLearner, TD3Learner, TorchLearner):
             critic=module.critic,
             actor_target=module.actor_target,
             critic_target=module.critic_target,
-            device=self._device,  # the learner's (a GPU with num_gpus_per_learner): batches and noise go there
+            device=self.device,  # the learner's (a GPU with num_gpus_per_learner): batches and noise go there
         )
         self.updaters = getattr(self, "updaters", {})
         self.updaters[module_id] = updater

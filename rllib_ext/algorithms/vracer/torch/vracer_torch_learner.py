@@ -80,16 +80,16 @@ class VRACERTorchLearner(ReFERTorchLearner):
         return {k: v[:B] for k, v in out.items()}
 
     def _rl_module(self):
-        return next(iter(self.module._rl_modules.values())).unwrapped()
+        return next(iter(self.module.values())).unwrapped()
 
     @override(ReFERLearner)
     def _score_episode(self, episode: dict[str, np.ndarray]) -> dict[str, Any]:
         """V(s_0..s_T) and ρ_t with the current network (Algorithm 2 stores V; ρ ≈ 1)."""
         with torch.no_grad():
-            v, mean, std = self._rl_module().value_and_policy(torch.as_tensor(episode["obs"], device=self._device))
-            mu_mean, mu_std = split_mu(torch.as_tensor(episode["mu"], device=self._device))
+            v, mean, std = self._rl_module().value_and_policy(torch.as_tensor(episode["obs"], device=self.device))
+            mu_mean, mu_std = split_mu(torch.as_tensor(episode["mu"], device=self.device))
             T = len(episode["actions"])
-            actions = torch.as_tensor(episode["actions"], device=self._device).reshape(T, -1)
+            actions = torch.as_tensor(episode["actions"], device=self.device).reshape(T, -1)
             log_rho = diag_gaussian_log_rho(actions, mean[:T], std[:T], mu_mean, mu_std)
         v = v.cpu().numpy()
         return {"values": v[:T], "rho": np.exp(np.minimum(log_rho.cpu().numpy(), LOG_RHO_MAX)), "v_boot": float(v[T])}
@@ -104,7 +104,7 @@ class VRACERTorchLearner(ReFERTorchLearner):
             if v_last is None:  # the step went through RLlib's Learner.update: one more forward pass
                 with torch.no_grad():
                     v_last = self._rl_module().value_and_policy(
-                        torch.as_tensor(sample["next_obs"][last], device=self._device)
+                        torch.as_tensor(sample["next_obs"][last], device=self.device)
                     )[0]
                 v_last = v_last.cpu().numpy()
             v_boot = np.full(len(last), np.nan)
