@@ -15,7 +15,10 @@ Algorithm 1 (App. B) as this driver runs it (``training_step`` is one pass of it
 2. The shared critic trains continuously in the critic worker (line 3): one ``train`` call of
    ``critic_steps_per_call`` steps is always in flight, with μ as the TD3 target actor (the
    reference code's choice), as long as critic steps ≤ ``critic_steps_per_env_step`` × env steps
-   (the reference trains while critic steps < total steps). On a machine with spare cores the
+   (the reference trains while critic steps < total steps). A call returns after about
+   ``critic_call_s`` seconds (1 s) even short of its steps, so that weights reach the RL
+   individuals that often however slow the critic's core is; the seconds from ``rl_start_steps``
+   to the first weights are ``blackbox/rl_first_critic_wait_s``. On a machine with spare cores the
    critic keeps up by itself; on a small one (2 cores: the runners take them) it falls far behind
    the env steps. ``critic_min_steps_per_env_step`` > 0 (default 0, the paper's free-running
    critic) then holds new individuals back while the critic has fewer than that many steps per
@@ -43,9 +46,9 @@ say how to get. ``mean_fitness``:
   evaluated for ``mean_eval_episodes`` (5) episodes on a runner, under the same ``action_noise``
   as the individuals (both noise-free by default, as in the reference), and the individual is
   told once they finish. Accurate, but costs 5 episodes per individual; these episodes are counted
-  under ``blackbox/mean_eval_env_steps_lifetime`` only, not in RLlib's sampled env steps, which
-  are the paper's step budget (the individuals' steps, also ``blackbox/individual_steps_lifetime``,
-  which ``initial_steps``, ``rl_start_steps`` and the critic cap use).
+  in RLlib's sampled env steps (as evaluation steps, ``env_runners/env_steps_evaluation_lifetime``)
+  and under ``blackbox/mean_eval_env_steps_lifetime``; ``initial_steps``, ``rl_start_steps`` and
+  the critic cap use the individuals' steps (``blackbox/individual_steps_lifetime``).
 - ``"interpolate"``: μ is evaluated once at the start; afterwards f(μ) follows Eq. (4)'s
   interpolation, f(μ_{t+1}) ≈ (1 − p)·f(μ_t) + p·f(z) — no extra episodes, but biased (f is not
   linear, and one noisy f(z) moves it). Every ``mean_eval_interval`` updates (0: never) μ is
@@ -184,6 +187,13 @@ class AESRLConfig(ERLConfig):
         ),
         "critic_steps_per_call": Setting(
             500, int, ge=1, source="— (reference: 1000)", doc="critic steps per call to the critic worker"
+        ),
+        "critic_call_s": Setting(
+            1.0,
+            float,
+            gt=0,
+            also=(None,),
+            doc="a critic call returns after about this many seconds, even short of its steps (None: no bound)",
         ),
         "critic_steps_per_env_step": Setting(1.0, float, gt=0, doc="cap on critic steps per env step"),
         "critic_min_steps_per_env_step": Setting(
@@ -365,6 +375,9 @@ class AESRL(ERLAlgorithm):
         self._untold: list[Finished] = []  # finished individuals waiting for the first f(μ)
         self._last_steps = collections.deque(maxlen=10)
         self._critic_call = None
+        # When rl_start_steps was reached, and the seconds from then to the first critic weights.
+        self._rl_start_t: float | None = None
+        self._first_critic_wait_s: float | None = None
         self._p_by_kind = {"rl": [], "es": []}
         self._rng = np.random.default_rng(None if self.config.seed is None else int(self.config.seed) + 99)
 
@@ -417,11 +430,15 @@ class AESRL(ERLAlgorithm):
                 return
             call, self._critic_call = self._critic_call, None
             self.critic_result(call)
+            if self._rl_start_t is not None and self.critic_ref is not None and self._first_critic_wait_s is None:
+                self._first_critic_wait_s = time.perf_counter() - self._rl_start_t
         steps = self.counters["individual_steps"]
         if steps < cfg.effective_rl_start_steps:
             return
+        if self._rl_start_t is None:
+            self._rl_start_t = time.perf_counter()
         if self.counters["critic_steps"] + cfg.critic_steps_per_call <= cfg.critic_steps_per_env_step * steps:
-            self._critic_call = self.critic.train.remote(int(cfg.critic_steps_per_call), self.mu)
+            self._critic_call = self.critic.train.remote(int(cfg.critic_steps_per_call), self.mu, cfg.critic_call_s)
 
     def _critic_behind(self) -> bool:
         """Whether the critic is below its floor of steps per env step (then no new individuals)."""
@@ -561,6 +578,8 @@ class AESRL(ERLAlgorithm):
             (BLACKBOX, "warmup_individuals_lifetime"), self.counters["warmup_individuals"], reduce="max", window=1
         )
         m.log_value((BLACKBOX, "es_before_rl_lifetime"), self.counters["es_before_rl"], reduce="max", window=1)
+        if self._first_critic_wait_s is not None:
+            m.log_value((BLACKBOX, "rl_first_critic_wait_s"), self._first_critic_wait_s, reduce="max", window=1)
         for kind, ps in self._p_by_kind.items():
             if ps:
                 m.log_value((BLACKBOX, f"p_{kind}_individuals"), float(np.mean(ps)), reduce="mean", window=1)

@@ -77,8 +77,16 @@ class CriticWorker:
     def critic_weights(self) -> dict[str, np.ndarray]:
         return {k: v.detach().cpu().numpy().copy() for k, v in self.updater.critic.state_dict().items()}
 
-    def train(self, steps: int, actor_flat: np.ndarray) -> CriticReply:
-        """``steps`` critic steps with π' = π = ``actor_flat``; the reply carries the new critic weights."""
+    def train(self, steps: int, actor_flat: np.ndarray, max_s: float | None = None) -> CriticReply:
+        """``steps`` critic steps with π' = π = ``actor_flat``; the reply carries the new critic weights.
+
+        Args:
+            steps: Critic steps to take.
+            actor_flat: The flat parameters of π (the TD3 target actor).
+            max_s: If given, the call returns early once this many seconds have passed, checked
+                after each replay chunk (``replay_sample_chunk`` steps), with the steps it took
+                (AES-RL's ``critic_call_s``: fresh weights at least that often on a busy machine).
+        """
         t0 = time.perf_counter()
         upd = self.updater
         batch = int(self.settings["rl_batch_size"])
@@ -94,6 +102,8 @@ class CriticWorker:
             for k, v in upd.critic_steps(data, target_every=upd.policy_delay).items():
                 sums[k] = sums.get(k, 0.0) + n * v
             done += n
+            if max_s is not None and time.perf_counter() - t0 >= max_s:
+                break
         mean = {k: v / done for k, v in sums.items()}
         return CriticReply(critic=self.critic_weights(), stats=mean, steps=done, train_s=time.perf_counter() - t0)
 

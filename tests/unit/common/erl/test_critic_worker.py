@@ -86,3 +86,15 @@ def test_train_on_a_replay_smaller_than_a_minibatch_trains_nothing(monkeypatch):
     out = worker.train(5, worker.updater.actor.get_flat())
     assert isinstance(out, CriticReply)
     assert out.critic is None and out.steps == 0 and out.stats == {}
+
+
+def test_a_time_bounded_call_returns_after_the_chunk_that_passes_its_bound(monkeypatch):
+    """AES-RL's ``critic_call_s``: the call stops after the replay chunk in which ``max_s`` passed
+    (here a clock that moves 1 s per reading: after the first chunk of 3), with the steps it took;
+    without a bound it takes all of them."""
+    worker = _worker(monkeypatch)
+    clock = iter(range(1000))
+    monkeypatch.setattr(critic_worker.time, "perf_counter", lambda: float(next(clock)))
+    actor_flat = worker.updater.actor.get_flat()
+    assert worker.train(9, actor_flat, max_s=0.5).steps == 3
+    assert worker.train(9, actor_flat, max_s=None).steps == 9
