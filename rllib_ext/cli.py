@@ -168,6 +168,7 @@ def run_experiment(
     num_samples: int = 1,
     checkpoint_freq: int = 0,
     checkpoint_at_end: bool = False,
+    keep_checkpoints: int | None = None,
 ) -> int:
     """Runs one Tune experiment with a progress line per iteration; returns the exit status."""
     tuner, logdir = experiment.make_tuner(
@@ -179,6 +180,7 @@ def run_experiment(
         num_samples=num_samples,
         checkpoint_freq=checkpoint_freq,
         checkpoint_at_end=checkpoint_at_end,
+        keep_checkpoints=keep_checkpoints,
         callbacks=[_progress_callback()],
         warn=_warn,
     )
@@ -260,6 +262,7 @@ def cmd_train(args) -> int:
         num_samples=args.num_samples,
         checkpoint_freq=args.checkpoint_freq,
         checkpoint_at_end=args.checkpoint_at_end,
+        keep_checkpoints=args.keep_checkpoints or None,
     )
 
 
@@ -303,6 +306,7 @@ def cmd_train_file(args) -> int:
                 num_samples=args.num_samples,
                 checkpoint_freq=args.checkpoint_freq,
                 checkpoint_at_end=args.checkpoint_at_end,
+                keep_checkpoints=args.keep_checkpoints or None,
             ),
         )
     return status
@@ -427,6 +431,9 @@ def cmd_report(args) -> int:
 #: Iterations between the checkpoints of ``rllib train`` unless ``--checkpoint-freq`` says otherwise:
 #: an interrupted run loses at most this many iterations when resumed.
 DEFAULT_CHECKPOINT_FREQ = 10
+#: Checkpoints of a trial kept by ``rllib train`` (the newest): a long run with replay checkpoints
+#: would otherwise fill the disk.
+DEFAULT_KEEP_CHECKPOINTS = 2
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -448,6 +455,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
         "from; 0: never)",
     )
     p.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when the run stops")
+    p.add_argument(
+        "--keep-checkpoints",
+        type=int,
+        default=DEFAULT_KEEP_CHECKPOINTS,
+        help=f"checkpoints kept per trial, the newest (default {DEFAULT_KEEP_CHECKPOINTS}; 0: all)",
+    )
     p.add_argument("--seed", type=int, help="config.debugging(seed=...)")
     p.add_argument(
         "--num-env-runners",

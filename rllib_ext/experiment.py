@@ -441,6 +441,7 @@ def make_tuner(
     num_samples: int = 1,
     checkpoint_freq: int = 0,
     checkpoint_at_end: bool = False,
+    keep_checkpoints: int | None = None,
     callbacks: Iterable[Any] = (),
     warn: Callable[[str], None] | None = None,
 ):
@@ -455,6 +456,7 @@ def make_tuner(
         num_samples: Tune samples.
         checkpoint_freq: Checkpoint every N iterations (0: never).
         checkpoint_at_end: Checkpoint when the run stops.
+        keep_checkpoints: Checkpoints kept per trial, the newest (None: all).
         callbacks: Tune callbacks (e.g. a progress printer).
         warn: Passed to :class:`StopCriteria`.
 
@@ -479,6 +481,7 @@ def make_tuner(
             checkpoint_config=tune.CheckpointConfig(
                 checkpoint_frequency=checkpoint_freq,
                 checkpoint_at_end=checkpoint_at_end,
+                num_to_keep=keep_checkpoints,
             ),
         ),
     )

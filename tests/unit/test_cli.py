@@ -152,3 +152,14 @@ def test_the_cli_disconnects_only_a_ray_it_started(monkeypatch):
     cli.shutdown_ray()
     cli.shutdown_ray()  # once only
     assert calls == ["init", "shutdown"]
+
+
+def test_train_keeps_the_two_newest_checkpoints_by_default():
+    from rllib_ext import cli
+
+    args = cli.make_parser().parse_args(["train", "--algo", "ES_EXT", "--env", "CartPole-v1"])
+    assert (args.checkpoint_freq, args.keep_checkpoints) == (cli.DEFAULT_CHECKPOINT_FREQ, 2)
+    args = cli.make_parser().parse_args(
+        ["train", "--algo", "ES_EXT", "--env", "CartPole-v1", "--keep-checkpoints", "0"]
+    )
+    assert args.keep_checkpoints == 0  # all (passed on as None)

@@ -78,3 +78,14 @@ def test_model_config_override_reaches_the_rl_module():
 
     config = experiment.build_config(PPO, "CartPole-v1", {"model_config": {"fcnet_hiddens": [7, 5]}, "lr": 0.01})
     assert config.model_config["fcnet_hiddens"] == [7, 5] and config.lr == 0.01
+
+
+def test_make_tuner_keeps_the_newest_checkpoints_it_is_told_to():
+    import rllib_ext  # noqa: F401 - registers the algorithms
+    from rllib_ext.algorithms.es.es import ESConfig
+
+    tuner, _ = experiment.make_tuner(
+        "ES_EXT", ESConfig().environment("CartPole-v1"), {}, checkpoint_freq=10, keep_checkpoints=2
+    )
+    checkpoints = tuner._local_tuner.get_run_config().checkpoint_config
+    assert (checkpoints.checkpoint_frequency, checkpoints.num_to_keep) == (10, 2)
