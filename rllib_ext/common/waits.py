@@ -9,12 +9,24 @@ The polling loops (the black-box pool, IMPACT's learners) have their own watchdo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import ray
 
+_R = TypeVar("_R")
+
 #: Seconds any one synchronous call on another actor may take before it is an error.
 ACTOR_CALL_TIMEOUT_S = 1800.0
+
+
+class RemoteMethod(Protocol[_R]):
+    """An actor method as its callers see it through a Ray actor handle: ``handle.method.remote(...)``
+    returns a reference to what the method returns. Ray types a handle's methods only where the
+    class decorates them with ``@ray.method`` (which would make them uncallable in the process), so
+    the package's actors declare their handles as Protocols of these (``ReplayHandle``,
+    ``CriticHandle``); the arguments are not checked."""
+
+    def remote(self, *args: Any, **kwargs: Any) -> ray.ObjectRef[_R]: ...
 
 
 class WaitTimeoutError(TimeoutError):

@@ -13,16 +13,18 @@ import torch
 from rllib_ext._compat import foreach_lerp_
 
 
-def soft_update_tensors(main_net: torch.nn.Module, target_net: torch.nn.Module) -> tuple[list, list]:
+def soft_update_tensors(
+    main_net: torch.nn.Module, target_net: torch.nn.Module
+) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """(target tensors, main tensors) that the soft update moves: parameters and floating-point buffers.
 
     The same entries as the networks' ``state_dict`` (which RLlib's ``update_target_network``
     averages), in the same order; integer buffers are left out (averaging does not apply).
     Constant buffers (e.g. an actor's action bounds) are equal in both nets and stay so.
     """
-    main = dict(main_net.named_parameters())
+    main: dict[str, torch.Tensor] = dict(main_net.named_parameters())
     main.update((name, b) for name, b in main_net.named_buffers() if b.is_floating_point())
-    target = dict(target_net.named_parameters())
+    target: dict[str, torch.Tensor] = dict(target_net.named_parameters())
     target.update((name, b) for name, b in target_net.named_buffers() if b.is_floating_point())
     if main.keys() != target.keys():
         raise ValueError(f"target network entries {sorted(target)} differ from the main network's {sorted(main)}")
@@ -30,7 +32,7 @@ def soft_update_tensors(main_net: torch.nn.Module, target_net: torch.nn.Module) 
 
 
 @torch.no_grad()
-def lerp_targets(targets: list, mains: list, tau: float) -> None:
+def lerp_targets(targets: list[torch.Tensor], mains: list[torch.Tensor], tau: float) -> None:
     """w̃ ← (1−τ)w̃ + τw for each (target, main) pair of :func:`soft_update_tensors`, in one op."""
     if targets:
         foreach_lerp_(targets, mains, tau)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -49,7 +49,7 @@ PAPER_HIDDENS = (400, 300)
 BATCH_KEYS = ("obs", "actions", "rewards", "next_obs", "terminateds")
 
 
-def make_actor(obs_dim: int, action_space: gym.Space, hiddens: Sequence[int] = PAPER_HIDDENS) -> MLPPolicy:
+def make_actor(obs_dim: int, action_space: gym.Space[Any], hiddens: Sequence[int] = PAPER_HIDDENS) -> MLPPolicy:
     """The App. A actor of paper 001: tanh MLP with a tanh output mapped onto the Box bounds.
 
     Args:
@@ -90,7 +90,8 @@ class TwinCritic(nn.Module):
 
     def q1(self, obs: torch.Tensor, act: torch.Tensor) -> torch.Tensor:
         """Q_θ1(s, a), shape [B] (the critic of the actor's loss)."""
-        return self.q1_net(torch.cat([obs, act], dim=-1)).squeeze(-1)
+        q: torch.Tensor = self.q1_net(torch.cat([obs, act], dim=-1))
+        return q.squeeze(-1)
 
 
 def td3_critic_loss(
@@ -202,7 +203,7 @@ class TD3Updater:
     def __init__(
         self,
         obs_dim: int,
-        action_space: gym.Space,
+        action_space: gym.Space[Any],
         hiddens: Sequence[int] = PAPER_HIDDENS,
         actor_lr: float = 1e-3,
         critic_lr: float = 1e-3,
@@ -255,7 +256,7 @@ class TD3Updater:
         self.num_critic_steps = 0
         self.num_actor_steps = 0
 
-    def make_optimizer(self, params, lr: float) -> torch.optim.Optimizer:
+    def make_optimizer(self, params: Iterable[torch.Tensor], lr: float) -> torch.optim.Optimizer:
         """An optimizer of the chosen kind (``rllib_ext.optim``: adam, sgd, msgd, dsgd) over ``params``."""
         from rllib_ext.optim import make_optimizer
 
@@ -312,12 +313,12 @@ class TD3Updater:
             tensor_stats=True,
         )
         self.critic_optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
         self.critic_optimizer.step()
         self.num_critic_steps += 1
         return stats
 
-    def actor_step(self, obs) -> dict[str, float]:
+    def actor_step(self, obs: torch.Tensor | np.ndarray) -> dict[str, float]:
         """One Adam step of the actor on :func:`td3_actor_loss` (the critics are not changed).
 
         Args:
@@ -330,7 +331,7 @@ class TD3Updater:
         with self._critic_held():
             return {"actor_loss": float(self._actor_step(obs))}
 
-    def actor_steps(self, obs) -> dict[str, float]:
+    def actor_steps(self, obs: torch.Tensor | np.ndarray) -> dict[str, float]:
         """n :meth:`actor_step` calls on stacked observations, with one transfer to the device and
         one read of the loss (an RL individual's chunk of minibatches; see :meth:`critic_steps`).
 
@@ -346,7 +347,7 @@ class TD3Updater:
         return {"actor_loss": float(torch.stack(losses).mean())} if losses else {}
 
     @contextlib.contextmanager
-    def _critic_held(self):
+    def _critic_held(self) -> Iterator[None]:
         """The critic held fixed: no weight gradients are computed for it meanwhile."""
         critic_params = [p for p in self.critic.parameters() if p.requires_grad]
         for p in critic_params:
@@ -361,7 +362,7 @@ class TD3Updater:
         """One actor step; the caller holds the critic (:meth:`_critic_held`)."""
         loss = td3_actor_loss(self.actor, self.critic, obs)
         self.actor_optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
         self.actor_optimizer.step()
         self.num_actor_steps += 1
         return loss.detach()

@@ -14,14 +14,15 @@ workers ``add`` to it, the critic worker ``sample``\\ s from it, from any proces
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
+import numpy.typing as npt
 import ray
 
-from rllib_ext.common.waits import get_within
+from rllib_ext.common.waits import RemoteMethod, get_within
 
-__all__ = ["ReplayActor", "TransitionBuffer", "sample_chunks", "writable"]
+__all__ = ["ReplayActor", "ReplayHandle", "TransitionBuffer", "replay_actor", "sample_chunks", "writable"]
 
 #: The stored fields, in :meth:`TransitionBuffer.add`'s argument order.
 FIELDS = ("obs", "actions", "rewards", "next_obs", "terminateds")
@@ -57,7 +58,14 @@ class TransitionBuffer:
         self.num_added = 0
         self._rng = np.random.default_rng(seed)
 
-    def add(self, obs, actions, rewards, next_obs, terminateds) -> int:
+    def add(
+        self,
+        obs: npt.ArrayLike,
+        actions: npt.ArrayLike,
+        rewards: npt.ArrayLike,
+        next_obs: npt.ArrayLike,
+        terminateds: npt.ArrayLike,
+    ) -> int:
         """Appends n transitions (arrays with leading dimension n); overwrites the oldest.
 
         Args:
@@ -161,8 +169,28 @@ class TransitionBuffer:
 ReplayActor = ray.remote(num_cpus=0)(TransitionBuffer)
 
 
+class ReplayHandle(Protocol):
+    """A :data:`ReplayActor`'s handle: :class:`TransitionBuffer`'s methods, called with ``.remote``."""
+
+    @property
+    def add(self) -> RemoteMethod[int]: ...
+    @property
+    def sample(self) -> RemoteMethod[dict[str, np.ndarray]]: ...
+    @property
+    def size(self) -> RemoteMethod[int]: ...
+    @property
+    def get_state(self) -> RemoteMethod[dict[str, Any]]: ...
+    @property
+    def set_state(self) -> RemoteMethod[None]: ...
+
+
+def replay_actor(capacity: int, obs_dim: int, act_dim: int, seed: int | None = None) -> ReplayHandle:
+    """A new :data:`ReplayActor` (:class:`TransitionBuffer`'s arguments), typed as its handle."""
+    return cast(ReplayHandle, ReplayActor.remote(capacity, obs_dim, act_dim, seed))
+
+
 def sample_chunks(
-    replay, batch_size: int, steps: int, chunk: int, fields: tuple[str, ...] = FIELDS
+    replay: ReplayHandle, batch_size: int, steps: int, chunk: int, fields: tuple[str, ...] = FIELDS
 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
     """``steps`` minibatches from a replay actor, as ``(n, writable [n, batch_size, ...] arrays)``
     chunks of at most ``chunk``; the next chunk's sample call is in flight while the caller trains
@@ -187,11 +215,11 @@ def writable(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: np.array(v) for k, v in data.items()}
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def _rows(x, n: int, dim: int | None, name: str) -> np.ndarray:
+def _rows(x: npt.ArrayLike, n: int, dim: int | None, name: str) -> np.ndarray:
     """``x`` as float32 [n, dim] ([n] for dim None); ValueError naming ``name`` otherwise."""
     a = np.asarray(x, np.float32)
     shape = (n,) if dim is None else (n, dim)
