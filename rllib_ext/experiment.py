@@ -16,10 +16,16 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from rllib_ext import _compat
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm import Algorithm
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+    from ray.tune import Tuner
+    from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +134,7 @@ def load_experiments(path: str) -> list[tuple[str, dict[str, Any]]]:
 # ---------------------------------------------------------------------------------------------
 # Algorithm, env, stop criteria, config.
 # ---------------------------------------------------------------------------------------------
-def resolve_algorithm(name: str):
+def resolve_algorithm(name: str) -> type[Algorithm]:
     """Returns the Algorithm class for ``name`` (rllib_ext or RLlib built-in) or raises ExperimentError."""
     from rllib_ext import registry
 
@@ -138,7 +144,7 @@ def resolve_algorithm(name: str):
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" Did you mean {close[0]}?" if close else ""
         raise ExperimentError(f"unknown algorithm {name!r}.{hint} Known: {', '.join(known)}")
-    return cls
+    return cast("type[Algorithm]", cls)  # the registry's names are Algorithm classes
 
 
 def check_env_id(env: str) -> None:
@@ -195,13 +201,13 @@ class StopCriteria:
         self.criteria = normalize_stop(criteria)
         self.warn_after = warn_after
         self.warn = warn
-        self._seen: set = set()
-        self._warned: set = set()
+        self._seen: set[str] = set()
+        self._warned: set[str] = set()
 
-    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+    def __call__(self, trial_id: str, result: Mapping[str, Any]) -> bool:
         from ray.tune.utils import flatten_dict
 
-        flat = flatten_dict(result, delimiter="/")
+        flat = flatten_dict(dict(result), delimiter="/")
         stop = False
         for key, value in self.criteria.items():
             if isinstance(flat.get(key), (int, float)):
@@ -227,13 +233,13 @@ class StopCriteria:
 
 
 def build_config(
-    algo_cls,
+    algo_cls: type[Algorithm],
     env: str | None,
     overrides: dict[str, Any],
     *,
     num_env_runners: int | None = None,
     seed: int | None = None,
-):
+) -> AlgorithmConfig:
     """Default config of ``algo_cls`` with the env and overrides applied and validated.
 
     Raises:
@@ -304,14 +310,15 @@ def init_ray(address: str | None, num_cpus: int | None) -> bool:
     return True
 
 
-def trial_resources(algo_cls, config) -> dict[str, float]:
+def trial_resources(algo_cls: type[Algorithm], config: AlgorithmConfig) -> dict[str, float]:
     """The resources one trial of ``algo_cls`` with ``config`` asks Tune for (driver, learners,
     runners; the ERL critic's GPU), e.g. ``{"CPU": 3, "GPU": 1}``; it validates the config."""
     request = algo_cls.default_resource_request(config)
-    return dict(request.required_resources) if request is not None else {}
+    # RLlib's Algorithm classes return a PlacementGroupFactory (the annotation also allows Tune's old Resources).
+    return dict(cast("PlacementGroupFactory", request).required_resources) if request is not None else {}
 
 
-def cpus_needed(algo_cls, config) -> float:
+def cpus_needed(algo_cls: type[Algorithm], config: AlgorithmConfig) -> float:
     """CPUs one trial of ``algo_cls`` with ``config`` asks Tune for (driver, learners, runners)."""
     return trial_resources(algo_cls, config).get("CPU", 0)
 
@@ -342,7 +349,9 @@ class RunnerFit:
         return f"{self.total:g} in all, {self.free:g} free now"
 
 
-def fit_env_runners(algo: str, algo_cls, config, *, explicit: bool) -> RunnerFit | None:
+def fit_env_runners(
+    algo: str, algo_cls: type[Algorithm], config: AlgorithmConfig, *, explicit: bool
+) -> RunnerFit | None:
     """Lowers ``config.num_env_runners`` until one trial fits the cluster's free CPUs.
 
     The default number of env runners of an algorithm (or a tuned example's) may need more CPUs
@@ -396,7 +405,7 @@ def fit_env_runners(algo: str, algo_cls, config, *, explicit: bool) -> RunnerFit
     return fit
 
 
-def check_resources(algo_cls, config) -> None:
+def check_resources(algo_cls: type[Algorithm], config: AlgorithmConfig) -> None:
     """Fails fast when a trial asks for more CPUs or GPUs than the cluster has (Tune would wait forever).
 
     Raises:
@@ -433,7 +442,7 @@ def check_resources(algo_cls, config) -> None:
 # ---------------------------------------------------------------------------------------------
 def make_tuner(
     algo: str,
-    config,
+    config: AlgorithmConfig,
     stop: dict[str, Any],
     *,
     name: str | None = None,
@@ -444,7 +453,7 @@ def make_tuner(
     keep_checkpoints: int | None = None,
     callbacks: Iterable[Any] = (),
     warn: Callable[[str], None] | None = None,
-):
+) -> tuple[Tuner, str]:
     """A Tune experiment of ``algo`` with ``config``, and the folder its results go to.
 
     Args:
@@ -470,7 +479,7 @@ def make_tuner(
     name = name or f"{algo}_{env_name}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
     tuner = tune.Tuner(
         algo,
-        param_space=config,
+        param_space=config,  # type: ignore[arg-type]  # Tune takes an AlgorithmConfig (its to_dict()); typed dict only
         tune_config=tune.TuneConfig(num_samples=num_samples),
         run_config=tune.RunConfig(
             name=name,
@@ -546,7 +555,7 @@ def trainable_name(experiment_dir: str) -> str:
     return name
 
 
-def resume(path: str, *, storage_path: str | None = None):
+def resume(path: str, *, storage_path: str | None = None) -> tuple[Tuner, str, str]:
     """Continues an interrupted experiment (Ctrl-C, or its driver killed) from its trials' last checkpoints.
 
     Through Tune's restore (:meth:`ray.tune.Tuner.restore`): unfinished trials, and trials that
@@ -611,7 +620,7 @@ def find_checkpoint(path: str) -> str:
     return max(found, key=os.path.getmtime)
 
 
-def load_checkpoint_config(checkpoint: str):
+def load_checkpoint_config(checkpoint: str) -> tuple[type[Algorithm], AlgorithmConfig]:
     """(Algorithm class, a fresh unfrozen config) as saved in an RLlib checkpoint dir."""
     import pickle
 

@@ -15,6 +15,27 @@ records (default, kind, bounds or choices, paper symbol, source, one-line doc). 
   :func:`~rllib_ext.common.validation.check_unused_settings`);
 * each docs page's settings table (``python -m rllib_ext.settings --write-docs``, ``make docs``).
 
+Types (mypy). ``__init__`` sets the settings with ``setattr``, which mypy cannot see. Decision: a
+Config class declares the type of each setting its own ``SETTINGS`` table declares with a
+:class:`Setting` (groups spread into it, such as the TD3 group, included) as a class-level
+annotation *without a value*, in the class body beside the table::
+
+    sigma_init: float
+    rl_start_steps: int | None
+    rl_actor_steps: int | Literal["auto"]
+
+The table stays the one source of defaults (an annotation without a value makes no class
+attribute, so ``__init__``'s ``setattr`` is still what sets it); the annotation says only the
+type. :func:`annotation_errors` checks the two agree (every such setting annotated, with a type
+that covers its kind, ``also`` values and choices; ``tests/unit/test_settings.py`` runs it on every
+registered Config class that annotates any). Not annotated: RLlib's settings (``rllib=True``;
+RLlib's ``AlgorithmConfig`` declares them), :func:`changed` entries (the base that declares the
+setting annotates it) and :func:`unused` ones (never read). Where RLlib's ``AlgorithmConfig``
+infers another type for a name a table reuses (``optimizer``: RLlib's old-stack dict), the
+annotation carries ``# type: ignore[assignment]`` with that reason. Code that only reads a few
+settings of a config it does not own may instead cast it to a Protocol of those settings (as
+``common/blackbox/learner.py`` does), e.g. while that config is not annotated yet.
+
 A subclass changes a base's entry with :func:`changed` (``changed(default=0.03, symbol="ν")``)
 and refuses one it does not read with :func:`unused`; classes keep only their cross-setting
 rules in ``validate()``.
@@ -38,8 +59,10 @@ import math
 import os
 import re
 import sys
+import types
+import typing
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.utils.annotations import override
@@ -249,7 +272,54 @@ def _training_signature(cls: type) -> inspect.Signature:
     return inspect.Signature(params, return_annotation="Self")
 
 
-class Configurable:
+def _annotated_types(annotation: Any) -> tuple[set[Any], set[Any]]:
+    """(runtime classes, literal values) an evaluated annotation admits (its union's members)."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    classes: set[Any] = set()
+    literals: set[Any] = set()
+    for m in typing.get_args(annotation) if union else (annotation,):
+        if typing.get_origin(m) is typing.Literal:
+            literals.update(typing.get_args(m))
+        else:
+            classes.add(type(None) if m is None else typing.get_origin(m) or m)
+    return classes, literals
+
+
+def annotation_errors(cls: type) -> list[str]:
+    """Where ``cls``'s class-level annotations and its own ``SETTINGS`` table disagree (empty: they
+    agree): a setting the table declares (not RLlib's, not a :func:`changed` or :func:`unused`
+    entry) without an annotation, or annotated with a type that does not cover its kind, its
+    ``also`` values or its choices. See the module docstring (Types)."""
+    module = sys.modules[cls.__module__]
+    own = vars(cls).get("__annotations__", {})
+    errors = []
+    for name, setting in vars(cls).get("SETTINGS", {}).items():
+        if not isinstance(setting, Setting) or setting.rllib:
+            continue
+        if name not in own:
+            errors.append(f"{cls.__name__}.{name}: not annotated")
+            continue
+        text = own[name]
+        annotation = eval(text, vars(module)) if isinstance(text, str) else text  # noqa: S307 - our own source
+        if annotation is Any:
+            continue
+        classes, literals = _annotated_types(annotation)
+        wanted = [*setting.kinds, *(type(c) for c in setting.choices or ())]
+        missing = [k.__name__ for k in wanted if k not in classes]
+        missing += [repr(a) for a in setting.also if type(a) not in classes and a not in literals]
+        if missing:
+            errors.append(f"{cls.__name__}.{name}: annotated {text}, which does not cover {', '.join(missing)}")
+    return errors
+
+
+if TYPE_CHECKING:
+    # The mixin's super() is the AlgorithmConfig it is mixed into (at run time it derives from object).
+    _MixedIntoConfig = AlgorithmConfig
+else:
+    _MixedIntoConfig = object
+
+
+class Configurable(_MixedIntoConfig):
     """AlgorithmConfig mixin: defaults, ``training()`` keywords and checks from ``SETTINGS`` tables.
 
     Put it first among the bases: ``class XConfig(Configurable, AlgorithmConfig)``. Each
@@ -276,14 +346,14 @@ class Configurable:
         training.__module__ = cls.__module__
         cls.training = override(AlgorithmConfig)(training)
 
-    def __init__(self, algo_class=None):
+    def __init__(self, algo_class: type | None = None) -> None:
         super().__init__(algo_class=algo_class)
         for name, setting in resolve(type(self)).items():
             if setting.default is not NO_DEFAULT:
                 setattr(self, name, copy.deepcopy(setting.default))
 
     @override(AlgorithmConfig)
-    def training(self, **kwargs):
+    def training(self, **kwargs: Any) -> Self:
         """Sets the class's own settings given (not ``NotProvided``); the rest go to RLlib's ``training()``."""
         # In the table's order (a base's settings before a subclass's), not the caller's.
         mine = {name: kwargs.pop(name) for name in keywords(type(self)) if name in kwargs}

@@ -37,14 +37,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.env_context import EnvContext
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 from ray.rllib.utils.annotations import override
@@ -86,7 +87,14 @@ def algo_name(config_or_cls: Any) -> str:
     return registered_name(cls) or cls.__name__
 
 
-class KeepsMinusOneSettings:
+if TYPE_CHECKING:
+    # The mixin's super() is the AlgorithmConfig it is mixed into (at run time it derives from object).
+    _MixedIntoConfig = AlgorithmConfig
+else:
+    _MixedIntoConfig = object
+
+
+class KeepsMinusOneSettings(_MixedIntoConfig):
     """AlgorithmConfig mixin: ``get_state()`` keeps the settings that equal -1.
 
     RLlib 2.60's ``AlgorithmConfig.get_state()`` drops every attribute equal to -1 (its
@@ -107,10 +115,10 @@ class KeepsMinusOneSettings:
         return state
 
 
-_MINUS_ONE_DEFAULTS: dict[type, frozenset] = {}
+_MINUS_ONE_DEFAULTS: dict[type, frozenset[str]] = {}
 
 
-def _default_minus_one_settings(config_cls: type) -> frozenset:
+def _default_minus_one_settings(config_cls: type) -> frozenset[str]:
     """Attributes that are -1 in a fresh ``config_cls()`` (RLlib's deprecated-setting sentinels)."""
     if config_cls not in _MINUS_ONE_DEFAULTS:
         defaults = vars(default_config(config_cls))
@@ -294,11 +302,12 @@ def user_module_classes(config: AlgorithmConfig) -> dict[str, type]:
         specs = {DEFAULT_MODULE_ID: specs}
     default = config.get_default_rl_module_spec()
     default_cls = getattr(default, "module_class", None)
-    return {
-        module_id: module_spec.module_class
-        for module_id, module_spec in specs.items()
-        if isinstance(getattr(module_spec, "module_class", None), type) and module_spec.module_class is not default_cls
-    }
+    classes: dict[str, type] = {}
+    for module_id, module_spec in specs.items():
+        module_cls = getattr(module_spec, "module_class", None)
+        if isinstance(module_cls, type) and module_cls is not default_cls:
+            classes[module_id] = module_cls
+    return classes
 
 
 def check_user_module(config: AlgorithmConfig, *bases: type) -> None:
@@ -322,16 +331,17 @@ def check_user_module(config: AlgorithmConfig, *bases: type) -> None:
     for module_id, module_cls in classes.items():
         missing = [api for api in required if not issubclass(module_cls, api)]
         if missing:
-            needs = "; ".join(
-                f"{api.__name__} ({', '.join(sorted(api.__abstractmethods__))})"
-                if getattr(api, "__abstractmethods__", None)
-                else f"a subclass of {api.__name__}"
-                for api in missing
-            )
+            needs = "; ".join(_required_api(api) for api in missing)
             config._value_error(
                 f"{algo_name(config)} cannot use module class {module_cls.__name__} of `rl_module_spec` (module "
                 f"{module_id!r}): its learner needs {needs}"
             )
+
+
+def _required_api(api: type) -> str:
+    """An API a module class lacks, for the message: its abstract methods, or its name."""
+    abstract: Collection[str] = getattr(api, "__abstractmethods__", None) or ()
+    return f"{api.__name__} ({', '.join(sorted(abstract))})" if abstract else f"a subclass of {api.__name__}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,7 +391,9 @@ def check_optimizer(config: AlgorithmConfig) -> None:
     from rllib_ext.optim import get_optimizer_class
 
     try:
-        get_optimizer_class(config.optimizer)
+        # A name in the configs that call this (RLlib types its own old-stack `optimizer` as a dict);
+        # anything else is the TypeError reported here.
+        get_optimizer_class(cast(str, config.optimizer))
     except (ValueError, TypeError) as e:
         config._value_error(f"`optimizer`: {e}")
     kwargs = getattr(config, "optimizer_kwargs", None)
@@ -392,17 +404,26 @@ def check_optimizer(config: AlgorithmConfig) -> None:
 # ---------------------------------------------------------------------------------------------
 # Env spaces.
 # ---------------------------------------------------------------------------------------------
-def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers: int = 0) -> gym.Env:
+#: What ``config.env`` may be: a registered name or gymnasium id, or an env class or creator.
+#: (RLlib's ``AlgorithmConfig.__init__`` sets it to None, from which mypy infers the type None.)
+EnvSetting = str | Callable[[EnvContext], Any] | None
+
+
+def make_single_env(config: AlgorithmConfig, worker_index: int = 0, num_workers: int = 0) -> gym.Env[Any, Any]:
     """One (non-vectorized) env, resolved like RLlib does: Tune-registered name, then gymnasium id."""
     env_ctx = EnvContext(dict(config.env_config or {}), worker_index=worker_index, num_workers=num_workers)
-    if isinstance(config.env, str) and _compat.tune_registry_contains(ENV_CREATOR, config.env):
-        return _compat.tune_registry_get(ENV_CREATOR, config.env)(env_ctx)
-    if callable(config.env):
-        return config.env(env_ctx)
-    return gym.make(config.env, **dict(config.env_config or {}))
+    env: EnvSetting = config.env
+    made: gym.Env[Any, Any]
+    if isinstance(env, str) and _compat.tune_registry_contains(ENV_CREATOR, env):
+        made = _compat.tune_registry_get(ENV_CREATOR, env)(env_ctx)
+    elif callable(env):
+        made = env(env_ctx)
+    else:
+        made = gym.make(cast(str, env), **dict(config.env_config or {}))  # gymnasium raises for None
+    return made
 
 
-def _driver_env(config: AlgorithmConfig) -> gym.Env | None:
+def _driver_env(config: AlgorithmConfig) -> gym.Env[Any, Any] | None:
     """One env built on the driver (the caller closes it); an error naming the env if it fails."""
     try:
         return make_single_env(config)
@@ -411,7 +432,7 @@ def _driver_env(config: AlgorithmConfig) -> gym.Env | None:
         return None
 
 
-def env_spaces(config: AlgorithmConfig) -> tuple[gym.Space, gym.Space] | None:
+def env_spaces(config: AlgorithmConfig) -> tuple[gym.Space[Any], gym.Space[Any]] | None:
     """(observation space, action space) a single-agent algorithm sees, or None when there is nothing to check.
 
     A multi-agent setup (a ``MultiAgentEnv``, or policies named with ``config.multi_agent``) is
@@ -450,13 +471,13 @@ def _not_multi_agent(config: AlgorithmConfig, why: str) -> None:
     )
 
 
-def is_vector_box(space: gym.Space) -> bool:
+def is_vector_box(space: gym.Space[Any]) -> bool:
     """A 1-d Box (a state vector, or a vector of continuous actions)."""
     return isinstance(space, gym.spaces.Box) and len(space.shape) == 1
 
 
 def check_vector_spaces(
-    config: AlgorithmConfig, spaces: tuple[gym.Space, gym.Space] | None, actions: Sequence[str]
+    config: AlgorithmConfig, spaces: tuple[gym.Space[Any], gym.Space[Any]] | None, actions: Sequence[str]
 ) -> None:
     """Rejects what an MLP-on-state-vector algorithm cannot take, naming the env and the space.
 
@@ -480,7 +501,7 @@ def check_vector_spaces(
         config._value_error(f"{name} needs {wanted} action space; env {config.env!r} has {act_space}")
 
 
-def module_spaces(config: AlgorithmConfig) -> dict[str, tuple[gym.Space, gym.Space]] | None:
+def module_spaces(config: AlgorithmConfig) -> dict[str, tuple[gym.Space[Any], gym.Space[Any]]] | None:
     """(observation space, action space) of each RLModule the algorithm will build, or None.
 
     Single-agent: ``{DEFAULT_MODULE_ID: env_spaces(config)}``. Multi-agent (the config names its
@@ -532,7 +553,7 @@ def module_spaces(config: AlgorithmConfig) -> dict[str, tuple[gym.Space, gym.Spa
 
 def check_default_module_builds(
     config: AlgorithmConfig,
-    spaces: tuple[gym.Space, gym.Space] | dict[str, tuple[gym.Space, gym.Space]] | None,
+    spaces: tuple[gym.Space[Any], gym.Space[Any]] | dict[str, tuple[gym.Space[Any], gym.Space[Any]]] | None,
 ) -> None:
     """Builds the (inference) RLModule(s) on the driver: RLlib's catalog rejects spaces it cannot take.
 
@@ -554,10 +575,10 @@ def check_default_module_builds(
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         config._value_error(f"{name} cannot take env {config.env!r}{where}: {first}")
 
-    specs = {}
+    specs: dict[str, RLModuleSpec] = {}
     if config.is_multi_agent:
         try:
-            specs = config.get_multi_rl_module_spec(spaces=spaces, inference_only=True).rl_module_specs
+            specs = config.get_multi_rl_module_spec(spaces=spaces, inference_only=True).rl_module_specs or {}
         except Exception as e:  # noqa: BLE001 - reported as one config error naming the env
             fail(e, f" (module spaces {spaces})")
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import pickle
+from typing import Literal  # noqa: F401 - annotations of a test class, evaluated in this module
 
 import pytest
 from ray.rllib.algorithms.algorithm_config import NotProvided
@@ -157,3 +158,32 @@ def test_the_td3_group_is_defined_once_with_the_erl_changes_explicit():
 def test_docs_pages_settings_tables_are_generated_from_the_tables():
     stale = settings.stale_pages()
     assert not stale, f"out of date (run `make docs`): {stale}"
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_class_annotations_agree_with_the_settings_tables(name):
+    """A Config class that annotates its settings (for mypy; settings.py, Types) annotates every one its
+    own table declares, with a type covering the table's kind, ``also`` values and choices."""
+    for cls in get_config_class(name).__mro__:
+        if "SETTINGS" in vars(cls) and any(n in vars(cls).get("__annotations__", {}) for n in vars(cls)["SETTINGS"]):
+            assert settings.annotation_errors(cls) == []
+
+
+def test_annotation_errors_name_a_missing_or_too_narrow_annotation():
+    class Checked(settings.Configurable):
+        a: int
+        b: int | Literal["auto"]
+        c: float
+
+        SETTINGS = {
+            "a": Setting(1, int, also=(None,)),
+            "b": Setting("auto", int, also=("auto",)),
+            "c": Setting(1.0, float),
+            "d": Setting(1, int),
+            "gamma": Setting(0.9, float, rllib=True),
+        }
+
+    assert settings.annotation_errors(Checked) == [
+        "Checked.a: annotated int, which does not cover None",
+        "Checked.d: not annotated",
+    ]

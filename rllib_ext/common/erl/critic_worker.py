@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol, cast
 
+import gymnasium as gym
 import numpy as np
+import ray
 import torch
 
 from rllib_ext.common.erl.protocol import CriticReply
 from rllib_ext.common.offpolicy.td3 import TD3Updater, make_actor
-from rllib_ext.common.offpolicy.transitions import sample_chunks
-from rllib_ext.common.waits import get_within
+from rllib_ext.common.offpolicy.transitions import ReplayHandle, sample_chunks
+from rllib_ext.common.policies import MLPPolicy
+from rllib_ext.common.waits import RemoteMethod, get_within
 
 
 def make_td3_updater(
-    obs_dim: int, action_space, settings: dict[str, Any], *, actor, seed=None, device: str = "cpu"
+    obs_dim: int,
+    action_space: gym.Space[Any],
+    settings: dict[str, Any],
+    *,
+    actor: MLPPolicy,
+    seed: int | None = None,
+    device: str | torch.device = "cpu",
 ) -> TD3Updater:
     """The family's TD3 trainer from ``ERLConfig.td3_settings``, around a given actor (critic worker: μ;
     env runner: the RL individual, i.e. its module's policy), on ``device``."""
@@ -55,12 +64,12 @@ class CriticWorker:
     def __init__(
         self,
         obs_dim: int,
-        action_space,
+        action_space: gym.Space[Any],
         settings: dict[str, Any],
-        replay,
+        replay: ReplayHandle,
         seed: int | None = None,
         device: str = "cpu",
-    ):
+    ) -> None:
         torch.set_num_threads(1)
         self.settings, self.replay = dict(settings), replay
         s = self.settings
@@ -71,7 +80,7 @@ class CriticWorker:
             actor = make_actor(obs_dim, action_space, tuple(s["policy_hiddens"]))
         self.updater = make_td3_updater(obs_dim, action_space, s, actor=actor, seed=seed, device=device)
 
-    def set_replay(self, replay) -> None:
+    def set_replay(self, replay: ReplayHandle) -> None:
         self.replay = replay
 
     def critic_weights(self) -> dict[str, np.ndarray]:
@@ -96,7 +105,8 @@ class CriticWorker:
             return CriticReply(critic=None, stats={}, steps=0, train_s=time.perf_counter() - t0)
         upd.actor.set_flat(actor_flat)
         upd.actor_target.set_flat(actor_flat)
-        done, sums = 0, {}
+        done = 0
+        sums: dict[str, float] = {}
         for n, data in sample_chunks(self.replay, batch, int(steps), int(self.settings["replay_sample_chunk"])):
             # The critic's target follows it every d critic steps (the reference ERL critics).
             for k, v in upd.critic_steps(data, target_every=upd.policy_delay).items():
@@ -112,3 +122,32 @@ class CriticWorker:
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.updater.set_state(state)
+
+
+class CriticHandle(Protocol):
+    """A :class:`CriticWorker` actor's handle: its methods, called with ``.remote``."""
+
+    @property
+    def train(self) -> RemoteMethod[CriticReply]: ...
+    @property
+    def set_replay(self) -> RemoteMethod[None]: ...
+    @property
+    def get_state(self) -> RemoteMethod[dict[str, Any]]: ...
+    @property
+    def set_state(self) -> RemoteMethod[None]: ...
+
+
+def critic_worker_actor(
+    obs_dim: int,
+    action_space: gym.Space[Any],
+    settings: dict[str, Any],
+    replay: ReplayHandle,
+    seed: int | None,
+    *,
+    num_cpus: float,
+    num_gpus: float,
+) -> CriticHandle:
+    """A new :class:`CriticWorker` actor with ``num_cpus`` and ``num_gpus`` (on ``"cuda"`` when > 0)."""
+    remote = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus)(CriticWorker)
+    handle = remote.remote(obs_dim, action_space, settings, replay, seed, device="cuda" if num_gpus > 0 else "cpu")
+    return cast(CriticHandle, handle)

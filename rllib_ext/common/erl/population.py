@@ -29,9 +29,11 @@ paper 001 Algorithm 1 line 2, as in the reference code where σ_init is a varian
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 #: The two forms of the sep-CEM variance (module docstring): the reference codes' and Eq. (2)'s.
 CEM_VARIANCES = ("reference", "eq2")
@@ -46,7 +48,8 @@ def rank_weights(num_elites: int, kind: str = "log") -> np.ndarray:
     if kind != "log":
         raise ValueError(f"unknown CEM weights {kind!r}; valid: 'log', 'equal'")
     w = np.log((1.0 + num_elites) / np.arange(1, num_elites + 1))
-    return w / w.sum()
+    normalized: np.ndarray = w / w.sum()
+    return normalized
 
 
 def gaussian_individual(mu: np.ndarray, var: np.ndarray, seed: int) -> np.ndarray:
@@ -56,12 +59,13 @@ def gaussian_individual(mu: np.ndarray, var: np.ndarray, seed: int) -> np.ndarra
     seed, so an individual travels as a seed, never as a vector.
     """
     eps = np.random.default_rng(int(seed)).standard_normal(mu.shape[0], dtype=np.float32)
-    return (mu + np.sqrt(var).astype(np.float32) * eps).astype(np.float32)
+    z: np.ndarray = (mu + np.sqrt(var).astype(np.float32) * eps).astype(np.float32)
+    return z
 
 
 def elite_update(
-    mu: np.ndarray, individuals: np.ndarray, fitness: np.ndarray, weights: np.ndarray, variance: str = "reference"
-):
+    mu: np.ndarray, individuals: np.ndarray, fitness: npt.ArrayLike, weights: np.ndarray, variance: str = "reference"
+) -> tuple[np.ndarray, np.ndarray]:
     """(μ_{t+1}, σ²_{t+1} − ε) from the best ``len(weights)`` individuals (Eq. 1 and the variance, no ε).
 
     Args:
@@ -76,9 +80,9 @@ def elite_update(
         raise ValueError(f"unknown sep-CEM variance {variance!r}; valid: {', '.join(CEM_VARIANCES)}")
     order = np.argsort(-np.asarray(fitness, dtype=np.float64), kind="stable")[: len(weights)]
     elites = np.asarray(individuals, dtype=np.float64)[order]
-    new_mu = weights @ elites  # Eq. (1)
+    new_mu: np.ndarray = weights @ elites  # Eq. (1)
     diff = elites - np.asarray(mu, dtype=np.float64)  # around the old mean μ_t, as Eq. (1)-(2) and both codes
-    var = weights @ (diff * diff)  # Eq. (2) without ε
+    var: np.ndarray = weights @ (diff * diff)  # Eq. (2) without ε
     if variance == "reference":
         var = var / len(weights)  # the reference codes' 1/K_e (``1 / self.parents``)
     return new_mu, var
@@ -142,9 +146,10 @@ class SepCEM:
             eps = np.concatenate([half, -half])
         else:
             eps = rng.standard_normal((n, d), dtype=np.float32)
-        return (self.mu + eps * np.sqrt(self.var)).astype(np.float32)
+        generation: np.ndarray = (self.mu + eps * np.sqrt(self.var)).astype(np.float32)
+        return generation
 
-    def tell(self, individuals: np.ndarray, fitness) -> None:
+    def tell(self, individuals: np.ndarray, fitness: Sequence[float] | np.ndarray) -> None:
         """Eq. (1) and the variance (``variance``): the new μ and σ² from this generation's elites."""
         if len(individuals) != len(fitness) or len(fitness) < self.num_elites:
             raise ValueError(f"need >= {self.num_elites} (individual, fitness) pairs, got {len(fitness)}")

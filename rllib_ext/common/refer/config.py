@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.guards import FiniteSingleAgentEnvRunner
@@ -46,6 +47,26 @@ class ReFERConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
     #: The ``model_config`` keys the networks read (App. A's MLP; ``head_fcnet_hiddens`` must stay empty).
     model_config_keys: tuple[str, ...] = ("fcnet_hiddens", "fcnet_activation", "head_fcnet_hiddens")
 
+    # The types of the table's own settings (set from it by Configurable; rllib_ext/settings.py, Types).
+    replay_mode: str  # type: ignore[assignment]  # RLlib's AlgorithmConfig has a deprecated int one
+    refer_C: float
+    refer_A: float
+    refer_D: float
+    refer_beta_rate: float | None
+    replay_capacity: int
+    n_start: int
+    steps_per_update: float
+    per_alpha: float
+    per_beta: float
+    per_beta_anneal_steps: int
+    optimizer: str  # type: ignore[assignment]  # RLlib's AlgorithmConfig infers its old-stack dict setting
+    optimizer_kwargs: dict[str, Any]
+    reward_scale_interval: int
+    retrace_tolerance: float
+    compile_update: bool
+    torch_num_threads: int | None
+    checkpoint_replay: bool
+
     SETTINGS = {
         "train_batch_size_per_learner": Setting(
             256, int, ge=1, rllib=True, symbol="B", source="256 (App. A)", doc="minibatch size"
@@ -61,7 +82,7 @@ class ReFERConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
         ),
         "replay_mode": Setting(
             "refer",
-            choices=REPLAY_MODES,
+            choices=tuple(REPLAY_MODES),
             doc="`refer` (Rules 1+2), `refer1`, `refer2`, `er` (uniform), `per` (rank-based)",
         ),
         "refer_C": Setting(
@@ -169,19 +190,22 @@ class ReFERConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
         ),
     }
 
-    def __init__(self, algo_class=None):
+    def __init__(self, algo_class: type | None = None) -> None:
         """Paper 003 defaults (App. A)."""
         super().__init__(algo_class=algo_class)
         # An env that raises, or returns NaN/inf (FiniteSingleAgentEnvRunner), costs the episode
         # (logged, counted in env_runners/num_env_step_failures), not the env runner.
-        self.env_runner_cls = FiniteSingleAgentEnvRunner
+        self.env_runner_cls = FiniteSingleAgentEnvRunner  # type: ignore[assignment]  # RLlib infers None (its default)
         self.restart_failed_sub_environments = True
 
     @override(AlgorithmConfig)
     def validate(self) -> None:
         """The table's checks, then the rules between settings, before any actor starts."""
         super().validate()
-        check_user_module(self, self.get_default_rl_module_spec().module_class)  # the learner reads its networks
+        default = self.get_default_rl_module_spec()
+        if not (isinstance(default, RLModuleSpec) and isinstance(default.module_class, type)):
+            raise TypeError(f"{type(self).__name__}: the default module spec names no module class: {default!r}")
+        check_user_module(self, default.module_class)  # the learner reads its networks
         check_model_config_keys(
             self, self.model_config_keys, "the networks are App. A's MLPs set by `fcnet_hiddens` and `fcnet_activation`"
         )
@@ -199,7 +223,7 @@ class ReFERConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
         check_vector_spaces(self, env_spaces(self), actions=(CONTINUOUS,))
 
 
-def _refer_eta(config) -> float:
+def _refer_eta(config: ReFERConfig) -> float:
     """η of Eq. (13), and β's step when ``refer_beta_rate`` is None: the network's learning rate
     (``lr``; DDPG: ``actor_lr``)."""
     return float(getattr(config, "actor_lr", config.lr))
@@ -212,6 +236,9 @@ class ReFERQConfig(ReFERConfig):
     """
 
     model_config_keys = (*ReFERConfig.model_config_keys, "exploration_sigma")
+
+    tau: float
+    exploration_sigma: float
 
     SETTINGS = {
         "tau": Setting(
