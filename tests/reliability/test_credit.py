@@ -32,15 +32,14 @@ def _record(algo, name):
     algo.pool.publish = recording_publish
     algo.publish()  # record the current version too
 
-    requeue = algo.pool._requeue_lost
+    lose = algo.pool._lose_runner
 
-    def recording_requeue(healthy):
-        for rid, calls in algo.pool._in_flight.items():
-            if rid not in healthy:
-                lost.extend((job.version, algo.pool.version) for sent in calls.values() for job in sent.call.jobs)
-        requeue(healthy)
+    def recording_lose(rid):
+        calls = algo.pool._in_flight.get(rid, {})
+        lost.extend((job.version, algo.pool.version) for sent in calls.values() for job in sent.call.jobs)
+        lose(rid)
 
-    algo.pool._requeue_lost = recording_requeue
+    algo.pool._lose_runner = recording_lose
     if name == "DFD_EXT":
         take = algo.returns.take_batch
 

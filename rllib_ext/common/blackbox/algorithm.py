@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
@@ -27,6 +27,9 @@ from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, Pay
 from rllib_ext.common.guards import FiniteParametersGuard
 from rllib_ext.common.steps import StepAccount
 from rllib_ext.common.validation import algo_name
+
+if TYPE_CHECKING:
+    from ray.rllib.env.env_runner_group import EnvRunnerGroup
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +91,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
 
     @property
     def num_runners(self) -> int:
-        return max(len(self.pool.healthy_runner_ids()), 1)
+        return max(self.pool.num_healthy, 1)
 
     def make_payload(self) -> Payload:
         """What the runners need of update u: θ_u and the observation filter (the payload hook)."""
@@ -201,7 +204,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 age,
                 "none of its kind has finished yet" if typical is None else f"such calls usually take {typical:.2f} s",
             )
-        if idle > self.no_runner_timeout_s and not self.pool.healthy_runner_ids():
+        if idle > self.no_runner_timeout_s and not self.pool.num_healthy:
             raise RuntimeError(
                 f"{algo_name(self)}: no healthy env runner for {self.no_runner_timeout_s:.0f} s while waiting for "
                 f"{awaiting or 'results'} ({self._loop_state()})"
@@ -216,6 +219,15 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             f"{self.counters['returns_dropped_stale']} stale return(s), {self.counters['episodes_failed']} failed "
             f"episode(s), {pool.num_calls_lost} call(s) of runners that died"
         )
+
+    @override(Algorithm)
+    def restore_env_runners(self, env_runner_group: EnvRunnerGroup) -> list[int]:
+        """RLlib's restore (before every training step), then the pool takes RLlib's health of every
+        runner: where failed runners come back, once per step rather than on every poll."""
+        restored: list[int] = super().restore_env_runners(env_runner_group)
+        if env_runner_group is self.env_runner_group and getattr(self, "pool", None) is not None:
+            self.pool.sync_health()
+        return restored
 
     def check_can_train(self) -> None:
         """Training evaluates on remote runners (a driver-only build is for `rllib evaluate`)."""
@@ -349,7 +361,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         m.log_value((BLACKBOX, "jobs_requeued_lifetime"), self.pool.num_jobs_requeued, reduce="max", window=1)
         m.log_value((BLACKBOX, "calls_overdue_lifetime"), self.pool.num_calls_overdue, reduce="max", window=1)
         m.log_value((BLACKBOX, "credit_mismatches_lifetime"), self.pool.num_credit_mismatches, reduce="max", window=1)
-        m.log_value((BLACKBOX, "num_healthy_env_runners"), len(self.pool.healthy_runner_ids()), reduce="mean", window=1)
+        m.log_value((BLACKBOX, "num_healthy_env_runners"), self.pool.num_healthy, reduce="mean", window=1)
 
     # -- checkpoints ------------------------------------------------------------------------
     def restore_steps(self, own: dict[str, Any]) -> None:

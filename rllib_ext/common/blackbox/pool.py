@@ -13,6 +13,15 @@ at ~50–70 sleeping runners (``benchmarks/blackbox_scale.py``). Health stays RL
 fails with a Ray error marks its runner unhealthy in the group's actor manager (as RLlib's own
 fetch does), and RLlib's ``restore_env_runners`` brings it back before the next training step.
 
+Driver cost: O(1) per poll and per result, whatever the number of runners (issue 41 §1;
+``benchmarks/blackbox_pool.py``). The pool keeps its own set of healthy runners and a FIFO of
+runners with a free slot, so :meth:`AsyncJobPool.pump` does work only for the calls it sends; the
+watchdog keeps calls in send order per (kind, size), so :meth:`AsyncJobPool.overdue` looks only at
+the oldest of each. Health changes are handled when they happen: a runner the pool sees fail is
+taken out at once, and :meth:`AsyncJobPool.sync_health` takes RLlib's health of every runner after
+RLlib's ``restore_env_runners`` (``BlackBoxAlgorithm``), once per training step. What remains O(calls
+in flight) per poll is the list of references handed to ``ray.wait`` (Ray's own wait is O(n) too).
+
 Credit: a :class:`~rllib_ext.common.blackbox.protocol.Call` is built at :meth:`AsyncJobPool.submit`
 time with the version *and the payload reference* published then, so a re-queued call still
 evaluates the θ its jobs are credited to.
@@ -94,6 +103,12 @@ class AsyncJobPool:
         self._queue: collections.deque[Call] = collections.deque()
         self._in_flight: dict[int, dict[object, _Sent]] = collections.defaultdict(dict)  # runner -> ref -> call
         self._by_ref: dict[object, _Sent] = {}  # every call in flight, by the ObjectRef of its reply
+        # The watchdog's view: calls in flight not yet reported overdue, per (kind, jobs per call), in
+        # send order. Calls of one group share one time limit, so only the oldest can be next to be late.
+        self._watched: dict[tuple[str, int], collections.OrderedDict[object, _Sent]] = {}
+        self._healthy: set[int] = set()  # the pool's copy of RLlib's healthy runners (sync_health)
+        self._free: collections.deque[int] = collections.deque()  # runners that may have a free slot
+        self._in_free: set[int] = set()  # ... the same, as a set (no duplicates in _free)
         self._version = -1
         self._payload_ref: ray.ObjectRef[Payload] | None = None
         self._ids = itertools.count()
@@ -104,6 +119,7 @@ class AsyncJobPool:
         self.num_credit_mismatches = 0
         self._digests: collections.OrderedDict[int, int] = collections.OrderedDict()  # version -> θ digest
         self._typical_job_s: dict[str, float] = {}  # call kind -> running mean of call duration / jobs
+        self.sync_health()
 
     # -- publishing and submitting ----------------------------------------------------------
     def publish(self, version: int, payload: Payload) -> None:
@@ -147,43 +163,91 @@ class AsyncJobPool:
         per_job = self._typical_job_s.get(call.kind)
         return None if per_job is None else per_job * len(call.jobs)
 
+    # -- health -------------------------------------------------------------------------------
+    @property
+    def num_healthy(self) -> int:
+        """Runners the pool sends calls to (RLlib's healthy runners as of :meth:`sync_health`)."""
+        return len(self._healthy)
+
     def healthy_runner_ids(self) -> list[int]:
-        return list(self.group.healthy_worker_ids())
+        """The runners the pool sends calls to, sorted (a copy: O(runners), not for every poll)."""
+        return sorted(self._healthy)
 
-    # -- the loop ---------------------------------------------------------------------------
-    def _requeue_lost(self, healthy: list[int]) -> None:
-        for rid in list(self._in_flight):
-            if rid not in healthy and self._in_flight[rid]:
-                lost = [sent.call for sent in self._in_flight[rid].values()]
-                for sent in self._in_flight[rid].values():
-                    self._by_ref.pop(sent.ref, None)
-                self._in_flight[rid].clear()
-                self.num_calls_lost += len(lost)
-                jobs = sum(len(call.jobs) for call in lost)
-                self.num_jobs_requeued += jobs
-                for call in reversed(lost):
-                    self._queue.appendleft(call)  # with its own version and payload: credit stays right
-                logger.warning(
-                    "rllib_ext: env runner %d failed with %d call(s) in flight; re-queued %d job(s)",
-                    rid,
-                    len(lost),
-                    jobs,
-                )
+    def sync_health(self) -> None:
+        """Takes RLlib's health of every runner (O(runners)): call it where health may have changed.
 
+        A runner the pool sees fail (a Ray error, a credit mismatch) is taken out at once; RLlib
+        changes health in its own calls, of which ``Algorithm.restore_env_runners`` (before every
+        training step) is where a failed runner comes back: ``BlackBoxAlgorithm`` calls this
+        method after it. A runner that RLlib marked unhealthy elsewhere is also found by its next
+        call failing. Nothing here runs per poll.
+        """
+        now = set(self.group.healthy_worker_ids())
+        for rid in sorted(self._healthy - now):
+            self._lose_runner(rid)
+        for rid in sorted(now - self._healthy):
+            self._healthy.add(rid)
+            self._mark_free(rid)
+
+    def _mark_free(self, rid: int) -> None:
+        if rid not in self._in_free:
+            self._in_free.add(rid)
+            self._free.append(rid)
+
+    def _lose_runner(self, rid: int) -> None:
+        """``rid`` is out of service: its calls in flight go back to the head of the queue."""
+        self._healthy.discard(rid)
+        calls = self._in_flight.pop(rid, None)
+        if not calls:
+            return
+        lost = list(calls.values())
+        for sent in lost:
+            self._by_ref.pop(sent.ref, None)
+            self._unwatch(sent)
+        self.num_calls_lost += len(lost)
+        jobs = sum(len(sent.call.jobs) for sent in lost)
+        self.num_jobs_requeued += jobs
+        for sent in reversed(lost):
+            self._queue.appendleft(sent.call)  # with its own version and payload: credit stays right
+        logger.warning(
+            "rllib_ext: env runner %d failed with %d call(s) in flight; re-queued %d job(s)", rid, len(lost), jobs
+        )
+
+    def _unwatch(self, sent: _Sent) -> None:
+        group = self._watched.get((sent.kind, len(sent.call.jobs)))
+        if group is not None and group.pop(sent.ref, None) is not None and not group:
+            del self._watched[(sent.kind, len(sent.call.jobs))]
+
+    # -- the loop -----------------------------------------------------------------------------
     def pump(self) -> int:
-        """Sends queued calls to runners with free slots; returns the number sent."""
-        healthy = self.healthy_runner_ids()
-        self._requeue_lost(healthy)
-        if not self._queue:
+        """Sends queued calls to runners with free slots; returns the number sent.
+
+        O(calls sent): the runners that may have a free slot wait in a FIFO (a runner joins it when
+        a call of its returns or when it becomes healthy), never a scan over the runners.
+        """
+        if not self._queue or not self._free:
             return 0
         actors, sent = _compat.worker_manager(self.group).actors(), 0
-        for rid in healthy:
-            while self._queue and len(self._in_flight[rid]) < self.jobs_in_flight:
+        while self._queue and self._free:
+            rid = self._free.popleft()
+            self._in_free.discard(rid)
+            if rid not in self._healthy:
+                continue
+            calls = self._in_flight[rid]
+            while self._queue and len(calls) < self.jobs_in_flight:
                 call = self._queue.popleft()
                 entry = _Sent(call, time.perf_counter(), rid, actors[rid].run_jobs.remote(call), kind=call.kind)
-                self._in_flight[rid][entry.ref] = entry
+                calls[entry.ref] = entry
                 self._by_ref[entry.ref] = entry
+                key = (entry.kind, len(call.jobs))
+                watched = self._watched.get(key)
+                if watched is None:
+                    watched = self._watched[key] = collections.OrderedDict()
+                watched[entry.ref] = entry
                 sent += 1
+            if len(calls) < self.jobs_in_flight:  # the queue ran dry: it keeps its place in line
+                self._in_free.add(rid)
+                self._free.appendleft(rid)
         return sent
 
     def _receive(self, send: bool, timeout_s: float) -> list[Reply]:
@@ -196,15 +260,20 @@ class AsyncJobPool:
         ready, _ = ray.wait(refs, num_returns=1, timeout=timeout_s, fetch_local=True)
         if ready:  # everything else that is ready too, without waiting
             ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=True)
-        out, now = [], time.perf_counter()
+        out, now, lost = [], time.perf_counter(), []
         for ref in ready:
-            sent = self._by_ref.pop(ref)
+            sent = self._by_ref.pop(ref, None)
+            if sent is None:  # its runner was lost by an earlier reply of this round: re-queued
+                continue
+            self._unwatch(sent)
             try:
                 reply = ray.get(ref)
             except ray.exceptions.RayError as e:  # the runner died: RLlib restores it, we re-queue
-                self._take_out_of_service(sent.runner, e)  # its calls, this one included, are re-queued below
+                lost.append(self._take_out_of_service(sent.runner, e))  # its calls, this one included
                 continue
-            self._in_flight[sent.runner].pop(ref, None)
+            calls = self._in_flight.get(sent.runner)
+            if calls is not None:
+                calls.pop(ref, None)
             per_job = (now - sent.t_sent) / len(sent.call.jobs)
             typical = self._typical_job_s.get(sent.kind)
             self._typical_job_s[sent.kind] = per_job if typical is None else 0.9 * typical + 0.1 * per_job
@@ -214,20 +283,26 @@ class AsyncJobPool:
                     r.failed, r.credit_mismatch = True, True
                     r.error = f"credit mismatch: env runner {r.runner} ran other parameters than version {r.version}"
             if any(r.credit_mismatch for r in reply.results):  # a broken runner: RLlib probes and restores it
-                self._take_out_of_service(sent.runner, "its results failed the credit check")
+                lost.append(self._take_out_of_service(sent.runner, "its results failed the credit check"))
+            elif sent.runner in self._healthy:
+                self._mark_free(sent.runner)
             out.append(reply)
+        for rid in lost:  # after the round: its other replies that were ready are used, as they came
+            self._lose_runner(rid)
         if send:
-            self.pump()  # re-queues the calls of runners that died, then refills the free slots
-        else:
-            self._requeue_lost(self.healthy_runner_ids())
+            self.pump()  # refills the free slots (lost calls first: they are at the head of the queue)
         return out
 
-    def _take_out_of_service(self, runner: int, error: Exception | str) -> None:
-        """Marks ``runner`` unhealthy in RLlib's actor manager, as RLlib's own fetch does on a Ray error."""
+    def _take_out_of_service(self, runner: int, error: Exception | str) -> int:
+        """Marks ``runner`` unhealthy in RLlib's actor manager, as RLlib's own fetch does on a Ray error,
+        and sends it nothing more (RLlib's ``restore_env_runners`` brings it back: :meth:`sync_health`);
+        the caller re-queues its calls in flight (:meth:`_lose_runner`). Returns ``runner``."""
         manager = _compat.worker_manager(self.group)
         if manager.is_actor_healthy(runner):
             logger.warning("rllib_ext: env runner %d failed (%s); taking it out of service", runner, error)
             manager.set_actor_state(runner, healthy=False)
+        self._healthy.discard(runner)
+        return runner
 
     def _credit_ok(self, result: EpisodeResult) -> bool:
         expected = self._digests.get(result.version)
@@ -248,20 +323,28 @@ class AsyncJobPool:
         return self._receive(True, timeout_s)
 
     def overdue(self) -> list[tuple[int, Call, float]]:
-        """Calls newly overdue: ``(runner, call, seconds in flight)``; each is reported once."""
+        """Calls newly overdue: ``(runner, call, seconds in flight)``; each is reported once.
+
+        O(groups + calls reported): calls of one kind and size share one limit, so within their
+        group (kept in send order) only the oldest unreported one can be the next to be late.
+        """
         now, out = time.perf_counter(), []
-        for sent in self._by_ref.values():
-            if sent.reported:
-                continue
-            per_job = self._typical_job_s.get(sent.kind)
+        for (kind, size), watched in list(self._watched.items()):
+            per_job = self._typical_job_s.get(kind)
             if per_job is None:
                 limit = max(self.overdue_min_s, self.overdue_unseen_s)
             else:
-                limit = max(self.overdue_min_s, self.overdue_factor * per_job * len(sent.call.jobs))
-            if now - sent.t_sent > limit:
+                limit = max(self.overdue_min_s, self.overdue_factor * per_job * size)
+            while watched:
+                sent = next(iter(watched.values()))
+                if now - sent.t_sent <= limit:
+                    break
+                watched.popitem(last=False)
                 sent.reported = True
                 self.num_calls_overdue += 1
                 out.append((sent.runner, sent.call, now - sent.t_sent))
+            if not watched:
+                del self._watched[(kind, size)]
         return out
 
     def drain(self, timeout_s: float = 60.0) -> list[Reply]:

@@ -169,6 +169,7 @@ def test_a_requeued_individual_is_credited_to_the_mu_it_was_built_from(fake_ray,
     assert algo.update_index == 2 and runner.version == 1
     mu2, var2 = algo.mu.copy(), algo.var.copy()
     group.healthy = [rid_b]  # A's runner dies with A in flight
+    algo.pool.sync_health()  # RLlib's health, taken after its restore_env_runners
     algo.pool.pump()
     resent = [i for i, (rid, call, _) in enumerate(group.calls) if call.jobs[0].id == job_a.id and rid == rid_b]
     assert len(resent) == 1 and algo.pool.num_calls_lost == 1

@@ -155,6 +155,7 @@ def test_a_dead_runners_calls_are_requeued_first_and_counted(pool):
     pool.submit(jobs(pool, 1))
     pool.pump()  # runner 1: calls [0, 1] and [2, 3, 4]; runner 2: [5]
     pool.group.healthy = [2]
+    pool.sync_health()  # RLlib's health, taken after restore_env_runners (BlackBoxAlgorithm)
     pool.submit(jobs(pool))  # [6], queued behind the lost calls
     pool.pump()
     assert pool.num_calls_lost == 2 and pool.num_jobs_requeued == 5
@@ -198,6 +199,7 @@ def test_a_requeued_call_keeps_the_version_and_payload_it_was_submitted_with(poo
     ((rid, _, _),) = pool.group.calls
     pool.publish(1, payload(1))  # the driver moves on to θ_1 ...
     pool.group.healthy = [r for r in (1, 2) if r != rid]  # ... and the runner with job 0 dies
+    pool.sync_health()
     pool.submit(jobs(pool))  # job 1, θ_1
     pool.pump()
     resent = [call for _, call, _ in pool.group.calls[1:] if call.jobs[0].id == 0]
