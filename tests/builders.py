@@ -91,14 +91,21 @@ def small_refer_learner(config_cls, obs_dim=3, act_dim=2, **training):
     """A built paper-003 learner (VRACER_EXT, DDPG_EXT or NAF_EXT) in this process, without Ray.
 
     ``config_cls`` is ``VRACERConfig``, ``DDPGConfig`` or ``NAFConfig``; the spaces are Box(-1, 1)
-    of ``obs_dim`` and ``act_dim``; N_start 1, N 1000, B 8 unless ``training`` says otherwise.
+    of ``obs_dim`` and ``act_dim``; N_start 1, N 1000, B 8, the eager step (``compile_update`` False: a
+    compile costs 10-40 s) unless ``training`` says otherwise.
     RLlib's ``AlgorithmConfig.build_learner`` builds the RLModule, the optimizers, the target
     networks and the replay memory, and starts no Ray.
     """
     import gymnasium as gym
     from ray.rllib.core import DEFAULT_MODULE_ID
 
-    training = {"n_start": 1, "replay_capacity": 1000, "train_batch_size_per_learner": 8, **training}
+    training = {
+        "n_start": 1,
+        "replay_capacity": 1000,
+        "train_batch_size_per_learner": 8,
+        "compile_update": False,
+        **training,
+    }
     spaces = {DEFAULT_MODULE_ID: (gym.spaces.Box(-1, 1, (obs_dim,)), gym.spaces.Box(-1, 1, (act_dim,)))}
     return config_cls().training(**training).debugging(seed=0).build_learner(spaces=spaces)
 

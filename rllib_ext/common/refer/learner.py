@@ -15,7 +15,7 @@ receives the env runners' episode chunks and runs Algorithm 1 from "store" to "u
   Rules 1-2), write ρ/V/targets back (hook :meth:`_write_back`), update β from n_far/N
   (Eq. 12; step ``refer_beta_rate``).
 
-Metrics: the per-step ones (the minibatch statistics of :meth:`log_batch_metrics`, the loss,
+Metrics: the per-step ones (the minibatch statistics of the algorithm's loss, the loss,
 RLlib's trained-step counters) are accumulated over the gradient steps of one
 :meth:`train_on_episodes` call and logged once at its end: the minibatch statistics and
 ``total_loss`` as their mean over the call's steps, the counters as their sums,
@@ -39,6 +39,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ALL_MODULES
+from ray.rllib.utils.typing import ModuleID
 
 from rllib_ext._compat import update_without_metrics_reduce
 from rllib_ext.common.offpolicy.learner import ReplayLearner
@@ -88,6 +89,7 @@ class ReFERLearner(ReplayLearner):
             per_beta=c.per_beta,
             seed=c.seed,
             retrace_tolerance=c.retrace_tolerance,
+            compiled_targets=c.compile_update,
         )
         self.assembler = EpisodeAssembler()
         self.refer = ReFER(
@@ -98,7 +100,7 @@ class ReFERLearner(ReplayLearner):
         self._state_stats_set = False
         self._stash: dict[str, Any] = {}
         # Per-step metrics of the current train_on_episodes call: key -> [sum, count] (see the module docstring).
-        self._step_sums: dict[tuple, list] = {}
+        self._step_sums: dict[tuple[ModuleID, tuple[str, ...]], list[Any]] = {}
         self._far_fraction: float | None = None
 
     # ------------------------------------------------------------------ Algorithm 1
@@ -178,21 +180,24 @@ class ReFERLearner(ReplayLearner):
         return MultiAgentBatch({DEFAULT_POLICY_ID: SampleBatch(cols)}, env_steps=len(sample["idx"]))
 
     # ------------------------------------------------------------------ metrics
-    def _accumulate_step_metrics(self, module_id, values: dict[str, float]) -> None:
-        """Adds one gradient step's ``values`` (floats) to the means logged by :meth:`_log_step_metrics`."""
-        sums = self._step_sums
-        for name, value in values.items():
-            entry = sums.get((module_id, name))
-            if entry is None:
-                sums[(module_id, name)] = [float(value), 1]
-            else:
-                entry[0] += float(value)
-                entry[1] += 1
+    def _accumulate_metric_vector(self, module_id: ModuleID, names: tuple[str, ...], values: Any) -> None:
+        """Adds one gradient step's metric vector (``values[i]`` is ``names[i]``) to the call's sums.
+
+        ``values`` is a tensor or an array; the sums stay one (so no per-step read into Python:
+        issue 42) until :meth:`_log_step_metrics` logs their means.
+        """
+        entry = self._step_sums.get((module_id, names))
+        if entry is None:
+            self._step_sums[(module_id, names)] = [values, 1]
+        else:
+            entry[0] = entry[0] + values
+            entry[1] += 1
 
     def _log_step_metrics(self) -> None:
         """Logs the accumulated per-step metrics (means over the steps since the last call) and n_far/N."""
-        for key, (total, count) in self._step_sums.items():
-            self.metrics.log_value(key, total / count, window=1)
+        for (module_id, names), (total, count) in self._step_sums.items():
+            for name, value in zip(names, total.tolist(), strict=True):
+                self.metrics.log_value((module_id, name), value / count, window=1)
         self._step_sums = {}
         if self._far_fraction is not None:
             self.metrics.log_value((ALL_MODULES, FAR_FRACTION_KEY), self._far_fraction, window=1)
@@ -217,28 +222,6 @@ class ReFERLearner(ReplayLearner):
         overrides it to also store V and run Eq. (8).
         """
         self.memory.write_back(sample["idx"], rho=self._stash["rho"], td_error=self._stash["td"], update_targets=False)
-
-    def log_batch_metrics(self, module_id, *, kl, near, rho, **losses) -> None:
-        """Records the minibatch's mean D_KL(μ‖π), share of Rule-1-zeroed gradients, far share, ρ.
-
-        They are logged as means over the gradient steps of the :meth:`train_on_episodes` call.
-
-        Args:
-            module_id: The module's id.
-            kl, near, rho: Per-sample D_KL, Rule-1 mask and ρ (tensors or arrays).
-            **losses: Further scalars to log (e.g. ``policy_loss``, ``vf_loss``).
-        """
-        far = 1.0 - float(near.float().mean() if hasattr(near, "float") else np.mean(near))
-        self._accumulate_step_metrics(
-            module_id,
-            {
-                MEAN_KL_KEY: float(kl.mean()),
-                ZEROED_KEY: far if self.refer.rule1 else 0.0,  # share of Rule-1-zeroed gradients
-                BATCH_FAR_KEY: far,
-                MEAN_RHO_KEY: float(rho.mean()),
-                **{k: float(v) for k, v in losses.items()},
-            },
-        )
 
     @abc.abstractmethod
     def _set_state_stats(self, mean: np.ndarray, std: np.ndarray) -> None:

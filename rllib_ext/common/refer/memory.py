@@ -56,12 +56,14 @@ from typing import Any
 
 import numpy as np
 
-from rllib_ext.common.refer.retrace import retrace_tbc
+from rllib_ext.common.refer.retrace import retrace_segments_kernel, retrace_tbc
 from rllib_ext.common.refer.rules import REPLAY_MODES, near_policy_mask
 
 __all__ = ["ReplayMemory", "per_beta_schedule"]
 
 EPS = 1e-7  # ε of App. B
+#: Floor of σ_s relative to the data's scale (:meth:`ReplayMemory.state_stats`, issue 42).
+STD_FLOOR = 1e-2
 
 
 def per_beta_schedule(beta0: float, step: int, horizon: int) -> float:
@@ -96,6 +98,9 @@ class ReplayMemory:
             memory (module docstring); 0 recounts whenever c_max changes.
         retrace_tolerance: ε of the write-back's window below the earliest sampled step of an
             episode (module docstring); 0 corrects every prior step.
+        compiled_targets: Eq. (8) by the numba loop over each episode's rows
+            (:func:`~rllib_ext.common.refer.retrace.retrace_segments_kernel`; numpy's vectorized
+            path without numba or when False).
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class ReplayMemory:
         seed: int | None = None,
         far_recount_tol: float = 1e-4,
         retrace_tolerance: float = 0.0,
+        compiled_targets: bool = True,
     ):
         if mode not in REPLAY_MODES:
             raise ValueError(f"Unknown replay mode {mode!r}; valid are {', '.join(REPLAY_MODES)}")
@@ -141,6 +147,7 @@ class ReplayMemory:
         if not 0.0 <= float(retrace_tolerance) < 1.0:
             raise ValueError(f"retrace_tolerance must be in [0, 1), got {retrace_tolerance}")
         self.retrace_tolerance = float(retrace_tolerance)
+        self.compiled_targets = bool(compiled_targets)
         self._far_c: float | None = None  # the c_max of _far_count; None: not counted yet
         self._far_count = 0
 
@@ -299,6 +306,20 @@ class ReplayMemory:
             c["v_tbc"][self._phys(np.minimum(seg_end, ep_end - 1))],
         )
         lens = seg_end - seg_start
+        kernel = retrace_segments_kernel() if self.compiled_targets else None
+        if kernel is not None:  # the loop over each episode's contiguous rows, in place (issue 42)
+            kernel(
+                c["v_tbc"],
+                c["rewards"],
+                c["v"],
+                c["rho"],
+                self._phys(seg_start),
+                lens,
+                np.asarray(boundary, dtype=np.float64),
+                self.gamma,
+                self.reward_scale,
+            )
+            return
         offsets = np.cumsum(lens)
         rows = np.arange(offsets[-1]) - np.repeat(offsets - lens, lens) + np.repeat(seg_start, lens)
         rows = self._phys(rows)
@@ -503,10 +524,23 @@ class ReplayMemory:
         """n_far counted over the whole memory with ``c_max`` (the reference of the incremental count)."""
         return len(self) - int(np.count_nonzero(near_policy_mask(self._col("rho"), c_max)))
 
-    def state_stats(self) -> tuple:
-        """μ_s and σ_s of the stored states, Eq. (14)-(15) (App. B)."""
+    def state_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        """μ_s and σ_s of the stored states, Eq. (14)-(15) (App. B), σ_s with a floor.
+
+        The standardizer divides by σ_s + ε (ε = 1e-7), and σ_s is fixed at N_start: a dimension
+        constant during the warm-up (a contact force still 0) has σ_s = 0 and would be scaled by
+        ~10⁷ once it moves. σ_s is floored at :data:`STD_FLOOR` times the data's scale, the larger
+        of the dimension's RMS and the mean σ_s over dimensions (1 if every dimension is constant):
+        a deviation from Eq. (15) that leaves dimensions varying by more than 1% of that scale as
+        they were.
+        """
         obs = self._col("obs").astype(np.float64)
-        return obs.mean(0), obs.std(0)
+        mean, std = obs.mean(0), obs.std(0)
+        rms = np.sqrt(np.mean(obs**2, axis=0)) if len(obs) else np.zeros_like(mean)
+        typical = float(np.mean(std)) if std.size else 0.0
+        scale = np.maximum(rms, typical)
+        floor = STD_FLOOR * np.where(scale > 0.0, scale, 1.0)
+        return mean, np.maximum(std, floor)
 
     def update_reward_scale(self) -> float:
         """σ_r = sqrt(mean r²) over the stored rewards (Eq. 16); returns 1/(σ_r + ε).

@@ -17,9 +17,26 @@ give the loop's result up to float64 rounding.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["affine_reverse_scan", "affine_reverse_scan_doubling", "retrace_tbc", "retrace_tbc_loop"]
+__all__ = [
+    "affine_reverse_scan",
+    "affine_reverse_scan_doubling",
+    "retrace_segments_inplace",
+    "retrace_segments_kernel",
+    "retrace_tbc",
+    "retrace_tbc_loop",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Signature of :func:`retrace_segments_inplace` and of its compiled kernel.
+SegmentsKernel = Callable[
+    [np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float], None
+]
 
 
 def affine_reverse_scan(a: np.ndarray, c: np.ndarray, block: int = 16) -> np.ndarray:
@@ -124,3 +141,57 @@ def retrace_tbc_loop(rewards, values, rho, gamma: float, v_next: float) -> np.nd
         out[t] = values[t] + rho_bar * (rewards[t] + gamma * nxt - values[t])  # Eq. (8)
         nxt = out[t]
     return out
+
+
+def retrace_segments_inplace(
+    v_tbc: np.ndarray,
+    rewards: np.ndarray,
+    values: np.ndarray,
+    rho: np.ndarray,
+    starts: np.ndarray,
+    lens: np.ndarray,
+    boundary: np.ndarray,
+    gamma: float,
+    reward_scale: float,
+) -> None:
+    """Eq. (8) by the backward loop over contiguous row ranges of the memory's columns, in place.
+
+    For segment j (rows ``starts[j]`` … ``starts[j] + lens[j] − 1``), V̂^tbc_t = V(s_t) +
+    ρ̄_t [r̂_{t+1} + γ V̂^tbc_{t+1} − V(s_t)] from its last row back, with V̂^tbc after the last
+    row = ``boundary[j]`` and r̂ = ``reward_scale`` · r: the arithmetic of :func:`retrace_tbc_loop`
+    step for step. Plain Python here; :func:`retrace_segments_kernel` compiles it.
+    """
+    for j in range(len(starts)):
+        nxt = boundary[j]
+        for t in range(starts[j] + lens[j] - 1, starts[j] - 1, -1):
+            rho_bar = min(1.0, rho[t])
+            v = values[t]
+            nxt = v + rho_bar * (rewards[t] * reward_scale + gamma * nxt - v)  # Eq. (8)
+            v_tbc[t] = nxt
+
+
+_KERNEL: list[SegmentsKernel | None] = []  # [] before the first try; [None] when numba is not usable
+
+
+def retrace_segments_kernel() -> SegmentsKernel | None:
+    """:func:`retrace_segments_inplace` compiled by numba (once per process), or None without it.
+
+    A missing numba or a failed compilation logs one line and returns None: the caller keeps the
+    vectorized numpy path (:func:`retrace_tbc`).
+    """
+    if not _KERNEL:
+        kernel: SegmentsKernel | None = None
+        try:
+            import numba
+
+            compiled: SegmentsKernel = numba.njit(cache=False, nogil=True)(retrace_segments_inplace)
+            # Compile now (float64 columns, int64 ranges), so that a failure shows here, once.
+            one, idx = np.zeros(1), np.zeros(1, dtype=np.int64)
+            compiled(one.copy(), one, one, one, idx, idx + 1, one, 0.5, 1.0)
+            kernel = compiled
+        except Exception as e:  # noqa: BLE001 -- no numba, or it cannot compile here: numpy's path is exact too
+            logger.warning(
+                "compile_update: the numba loop for Eq. 8 is not available (%s: %s); using numpy", type(e).__name__, e
+            )
+        _KERNEL.append(kernel)
+    return _KERNEL[0]

@@ -23,11 +23,13 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.ddpg.ddpg_rl_module import DDPG_MEAN
 from rllib_ext.common.refer.rules import refer_loss
-from rllib_ext.common.refer.torch_learner import ReFERTorchLearner
+from rllib_ext.common.refer.torch_learner import ReFERTorchLearner, StepOutputs, batch_metrics
 
 
 class DDPGTorchLearner(ReFERTorchLearner):
     """Algorithm 4 (critic and DPG losses under ReF-ER), two optimizers."""
+
+    LOSS_METRIC_NAMES = ("critic_loss", "actor_loss")
 
     @override(ReFERTorchLearner)
     def configure_optimizers_for_module(self, module_id, config=None) -> None:
@@ -37,17 +39,22 @@ class DDPGTorchLearner(ReFERTorchLearner):
         self._register(module_id, "critic", self.get_parameters(module.critic), config.critic_lr, config)
 
     @override(ReFERTorchLearner)
-    def compute_loss_for_module(
-        self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
-    ) -> torch.Tensor:
+    def loss_terms(
+        self,
+        module_id: str,
+        module: Any,
+        config: Any,
+        batch: dict[str, Any],
+        fwd_out: dict[str, Any],
+        beta: torch.Tensor | float,
+        c_max: torch.Tensor | float,
+    ) -> StepOutputs:
         """Critic loss (Eq. 2) + ReF-ER DPG loss (Eq. 3, 10, 11), Rule 1 on both."""
-        module = self.module[module_id].unwrapped()
         obs, actions = batch[Columns.OBS], batch[Columns.ACTIONS]
         mean = fwd_out[DDPG_MEAN]
-        rho, kl, near = self.rho_kl(batch, mean, torch.full_like(mean, module.sigma))
+        rho, kl, near = self.rho_kl(batch, mean, torch.full_like(mean, module.sigma), c_max)
         refer = self.refer
         weights = batch["weights"] if config.replay_mode == "per" else None
-
         q = module.q_value(obs, actions)
         with torch.no_grad():
             next_obs = batch["next_obs"]
@@ -56,17 +63,14 @@ class DDPGTorchLearner(ReFERTorchLearner):
         critic_i = 0.5 * (q - q_hat) ** 2  # Eq. (2)
         critic_loss = refer_loss(critic_i, kl, near, 1.0, rule1=refer.rule1, rule2=False, weights=weights)
         decay = 0.5 * config.critic_weight_decay * sum((p**2).sum() for p in module.critic.parameters())
-
-        dpg_i = -module.q_value(obs, mean, frozen=True)  # Eq. (3), the critic's weights held constant
-        actor_loss = refer_loss(dpg_i, kl, near, refer.beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
-
-        self._stash = {"rho": rho.detach().cpu().numpy(), "td": (q_hat - q).detach().cpu().numpy()}
-        self.log_batch_metrics(
-            module_id,
-            kl=kl.detach(),
-            near=near,
-            rho=rho.detach(),
-            critic_loss=critic_i.detach().mean(),
-            actor_loss=dpg_i.detach().mean(),
-        )
-        return critic_loss + decay + actor_loss
+        # Eq. (3), the critic's weights held constant (detached: no gradient reaches them, the one
+        # with respect to the actions is unchanged).
+        frozen = {name: p.detach() for name, p in module.critic.named_parameters()}
+        dpg_i = -module.q_value(obs, mean, params=frozen)
+        actor_loss = refer_loss(dpg_i, kl, near, beta, rule1=refer.rule1, rule2=refer.rule2, weights=weights)
+        outputs = {
+            "rho": rho.detach(),
+            "td": (q_hat - q).detach(),
+            "metrics": batch_metrics(kl, near, rho, refer.rule1, critic_i, dpg_i),
+        }
+        return critic_loss + decay + actor_loss, outputs

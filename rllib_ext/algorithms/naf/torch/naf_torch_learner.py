@@ -30,36 +30,47 @@ from ray.rllib.utils.annotations import override
 
 from rllib_ext.algorithms.naf.naf_rl_module import NAF_L, NAF_MEAN, NAF_V
 from rllib_ext.common.refer.rules import refer_loss
-from rllib_ext.common.refer.torch_learner import ReFERTorchLearner
+from rllib_ext.common.refer.torch_learner import ReFERTorchLearner, StepOutputs, batch_metrics
 
 
 class NAFTorchLearner(ReFERTorchLearner):
     """The NAF loss (one network, Q-learning target) under ReF-ER."""
 
+    LOSS_METRIC_NAMES = ("q_loss",)
+
     @override(ReFERTorchLearner)
-    def compute_loss_for_module(
-        self, *, module_id, config, batch: dict[str, Any], fwd_out: dict[str, Any]
-    ) -> torch.Tensor:
+    def loss_terms(
+        self,
+        module_id: str,
+        module: Any,
+        config: Any,
+        batch: dict[str, Any],
+        fwd_out: dict[str, Any],
+        beta: torch.Tensor | float,
+        c_max: torch.Tensor | float,
+    ) -> StepOutputs:
         """Q-learning loss (Eq. 2, 4) with Rule 1, β on the gradient of m (module docstring), D_KL."""
-        module = self.module[module_id].unwrapped()
         v, mean, L, actions = fwd_out[NAF_V], fwd_out[NAF_MEAN], fwd_out[NAF_L], batch[Columns.ACTIONS]
         q = module.q_value(v, mean, L, actions)  # Eq. (4)
         with torch.no_grad():
             v_next = module.naf_outputs(batch["next_obs"], target=True)[0]
             q_hat = batch["rewards"] + config.gamma * (1.0 - batch["terminated"].float()) * v_next
         q_loss = 0.5 * (q - q_hat) ** 2  # Eq. (2)
-        rho, kl, near = self.rho_kl(batch, mean, torch.full_like(mean, module.sigma))
+        rho, kl, near = self.rho_kl(batch, mean, torch.full_like(mean, module.sigma), c_max)
         refer = self.refer
         weights = batch["weights"] if config.replay_mode == "per" else None
         shared = {"rule1": refer.rule1, "weights": weights}
         if config.naf_beta_placement == "whole":
-            loss = refer_loss(q_loss, kl, near, refer.beta, rule2=refer.rule2, **shared)  # Eq. (10)
+            loss = refer_loss(q_loss, kl, near, beta, rule2=refer.rule2, **shared)  # Eq. (10)
         else:  # as smarties: β and the penalty act on m only; V and L get the full TD gradient
             q_vl = module.q_value(v, mean.detach(), L, actions)  # gradient to V and L
             q_m = module.q_value(v.detach(), mean, L.detach(), actions)  # gradient to m
             vl_loss = refer_loss(0.5 * (q_vl - q_hat) ** 2, kl, near, 1.0, rule2=False, **shared)  # Rule 1
-            m_loss = refer_loss(0.5 * (q_m - q_hat) ** 2, kl, near, refer.beta, rule2=refer.rule2, **shared)
+            m_loss = refer_loss(0.5 * (q_m - q_hat) ** 2, kl, near, beta, rule2=refer.rule2, **shared)
             loss = vl_loss + m_loss  # Eq. (2), (10)
-        self._stash = {"rho": rho.detach().cpu().numpy(), "td": (q_hat - q).detach().cpu().numpy()}
-        self.log_batch_metrics(module_id, kl=kl.detach(), near=near, rho=rho.detach(), q_loss=q_loss.detach().mean())
-        return loss
+        outputs = {
+            "rho": rho.detach(),
+            "td": (q_hat - q).detach(),
+            "metrics": batch_metrics(kl, near, rho, refer.rule1, q_loss),
+        }
+        return loss, outputs

@@ -105,8 +105,13 @@ def test_non_finite_gradients_take_rllibs_nan_handling(config_cls, monkeypatch):
     """RLlib's apply_gradients zeroes nan/inf gradients (torch_skip_nan_gradients False): with a NaN
     loss the first Adam step leaves every weight as it was instead of making it NaN."""
     learner = _fill(small_refer_learner(config_cls, train_batch_size_per_learner=B))
-    compute = learner.compute_loss_for_module
-    monkeypatch.setattr(learner, "compute_loss_for_module", lambda **kw: compute(**kw) * float("nan"))
+    terms = learner.loss_terms
+
+    def nan_loss(*args):
+        loss, outputs = terms(*args)
+        return loss * float("nan"), outputs
+
+    monkeypatch.setattr(learner, "loss_terms", nan_loss)
     before = _weights(learner)
     learner._update_on_sample(learner.memory.sample(B))
     for k, v in _weights(learner).items():
@@ -117,13 +122,13 @@ def test_metrics_are_logged_once_per_call_as_means_over_its_steps():
     learner = _fill(small_refer_learner(VRACERConfig, train_batch_size_per_learner=B))
     learner._state_stats_set = True
     recorded = []
-    accumulate = learner._accumulate_step_metrics
+    accumulate = learner._accumulate_metric_vector
 
-    def spy(module_id, values):
-        recorded.append(dict(values))
-        accumulate(module_id, values)
+    def spy(module_id, names, values):
+        recorded.append(dict(zip(names, values.tolist(), strict=True)))
+        accumulate(module_id, names, values)
 
-    learner._accumulate_step_metrics = spy
+    learner._accumulate_metric_vector = spy
     learner._env_steps = 3  # F = 1: three gradient steps due
     out = learner.train_on_episodes([])
     assert out.num_updates == 3
@@ -207,3 +212,48 @@ def test_vracer_appended_rows_leave_the_step_unchanged():
 
 def _draw(learner, seed):
     return np.random.default_rng(seed).integers(learner.memory.head, learner.memory.tail, size=B)
+
+
+@pytest.mark.parametrize("config_cls", [VRACERConfig, DDPGConfig, NAFConfig])
+def test_compiled_step_equals_eager_step(config_cls):
+    """Issue 42: the torch.compile'd forward + loss + backward (``compile_update``) against the eager step on
+    the same minibatch: parameters after one step agree to 1e-5 relative / 1e-6 absolute (float32 kernels
+    fused differently; Adam's first step is ±lr per weight), and the write-back's ρ, V and V(s_T) to 1e-5."""
+    compiled = small_refer_learner(config_cls, train_batch_size_per_learner=B, compile_update=True)
+    _fill(compiled, terminated=False)
+    eager = small_refer_learner(config_cls, train_batch_size_per_learner=B, compile_update=False)
+    eager.set_state(compiled.get_state())
+    _fill(eager, terminated=False)
+    ends = [start + length - 1 for start, length, *_ in compiled.memory.episode_bounds()]  # V(s_T) rows
+    sample = compiled.memory.gather(np.r_[compiled.memory.sample(B - len(ends))["idx"], ends])
+    assert sample["truncated_last"].sum() == len(ends)
+    compiled._update_on_sample(sample)
+    eager._update_on_sample(sample)
+    assert hasattr(compiled._step_functions[DEFAULT_MODULE_ID], "_torchdynamo_orig_callable")  # no fallback
+    _assert_same_weights(compiled, eager, rtol=1e-5, atol=1e-6)
+    for key in compiled._stash:
+        np.testing.assert_allclose(compiled._stash[key], eager._stash[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_compile_failure_falls_back_to_the_eager_step_with_one_log_line(monkeypatch, caplog):
+    """No C compiler (or any inductor failure): one warning, then the eager step, with its results."""
+    import rllib_ext.common.refer.torch_learner as tl
+
+    def broken_compile(fn, **kwargs):
+        def call(*args):
+            raise RuntimeError("InductorError: no working C compiler found\nmore lines")
+
+        return call
+
+    monkeypatch.setattr(tl.torch, "compile", broken_compile)
+    a, b = _twins(VRACERConfig)
+    a.config.compile_update = True  # a's step tries the broken compile, b's is eager
+    sample = a.memory.sample(B)
+    with caplog.at_level("WARNING", logger=tl.__name__):
+        a._update_on_sample(sample)
+        a._update_on_sample(sample)
+    b._update_on_sample(sample)
+    b._update_on_sample(sample)
+    lines = [r for r in caplog.records if "compile_update" in r.getMessage()]
+    assert len(lines) == 1 and "no working C compiler" in lines[0].getMessage()
+    _assert_same_weights(a, b, rtol=0, atol=0)

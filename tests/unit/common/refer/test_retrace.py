@@ -58,3 +58,66 @@ def test_blockwise_scan_equals_doubling_and_loop():
             nxt = expected[t] = a[t] + c[t] * nxt
         np.testing.assert_allclose(affine_reverse_scan(a, c, block), expected, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(affine_reverse_scan_doubling(a, c), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_compiled_segment_loop_equals_the_reference_loop_exactly():
+    """Issue 42: numba's Eq. (8) loop over contiguous row ranges gives retrace_tbc_loop's floats bit for bit."""
+    from rllib_ext.common.refer.retrace import retrace_segments_kernel
+
+    kernel = retrace_segments_kernel()
+    assert kernel is not None, "numba is a dependency"
+    rng = np.random.default_rng(3)
+    lens = rng.integers(1, 400, size=40)
+    n = int(lens.sum()) + 7
+    rewards, values = rng.normal(size=n), rng.normal(size=n)
+    rho = np.exp(rng.normal(0, 1, size=n))  # both sides of 1: ρ̄ = min(1, ρ)
+    starts = np.r_[3, 3 + np.cumsum(lens)[:-1]].astype(np.int64)  # rows 0-2 and the tail stay untouched
+    boundary = rng.normal(size=len(lens))
+    out = np.full(n, 123.0)
+    kernel(out, rewards, values, rho, starts, lens.astype(np.int64), boundary, 0.99, 0.7)
+    for s, L, b in zip(starts, lens, boundary, strict=True):
+        ref = retrace_tbc_loop(rewards[s : s + L] * 0.7, values[s : s + L], rho[s : s + L], 0.99, b)
+        assert np.array_equal(out[s : s + L], ref)
+    assert (out[:3] == 123.0).all() and (out[starts[-1] + lens[-1] :] == 123.0).all()
+
+
+def test_memory_targets_compiled_equal_numpy_path():
+    """The memory's write-back with the numba loop and with numpy's vectorized scan: equal to 1e-12."""
+    from rllib_ext.common.refer.memory import ReplayMemory
+
+    mems = [ReplayMemory(capacity=3000, gamma=0.99, seed=1, compiled_targets=flag) for flag in (True, False)]
+    rng = np.random.default_rng(0)
+    for T in (300, 700, 1, 450, 900):
+        ep = {
+            "obs": rng.normal(size=(T + 1, 3)),
+            "actions": rng.normal(size=(T, 1)),
+            "rewards": rng.normal(size=T),
+            "mu": rng.normal(size=(T, 2)),
+            "terminated": bool(T % 2),
+            "values": rng.normal(size=T),
+            "rho": np.exp(rng.normal(size=T)),
+            "v_boot": 0.3,
+        }
+        for m in mems:
+            m.add_episode(**ep)
+    for _ in range(5):
+        idx = mems[0].sample(64)["idx"]
+        rho, v = np.exp(rng.normal(size=64)), rng.normal(size=64)
+        for m in mems:
+            m.write_back(idx, rho=rho, values=v)
+    mems[0].update_reward_scale()
+    mems[1].update_reward_scale()
+    np.testing.assert_allclose(mems[0].column("v_tbc"), mems[1].column("v_tbc"), rtol=1e-12, atol=1e-12)
+
+
+def test_without_numba_the_kernel_is_none_with_one_log_line(monkeypatch, caplog):
+    import sys
+
+    from rllib_ext.common.refer import retrace
+
+    monkeypatch.setattr(retrace, "_KERNEL", [])
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    with caplog.at_level("WARNING", logger=retrace.__name__):
+        assert retrace.retrace_segments_kernel() is None
+        assert retrace.retrace_segments_kernel() is None
+    assert len([r for r in caplog.records if "numba" in r.getMessage()]) == 1
