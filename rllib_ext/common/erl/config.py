@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ray.rllib.utils.annotations import override
 
@@ -113,11 +113,35 @@ class ERLConfig(BlackBoxConfig):
     supported_actions = (CONTINUOUS,)  # TD3: a 1-d Box
 
     # TD3_EXT's model_config fcnet_hiddens sizes its actor and its critics alike.
-    network_settings = ("policy_hiddens", "critic_hiddens")
+    network_settings: tuple[str, ...] = ("policy_hiddens", "critic_hiddens")
 
     optimizer_steps_theta = False  # ``optimizer`` is the TD3 networks'; μ, σ² follow the ES rules
 
     runners_use_gpus = True  # RL individuals' actor steps (``num_gpus_per_env_runner``)
+
+    # The types of the table's own settings (set from it by Configurable; rllib_ext/settings.py, Types).
+    sigma_init: float
+    var_limit: float
+    cem_variance: str
+    critic_hiddens: list[int]
+    actor_lr: float
+    critic_lr: float
+    tau: float
+    policy_noise: float
+    noise_clip: float
+    policy_delay: int
+    action_noise: float
+    initial_steps: float
+    replay_capacity: int
+    checkpoint_replay: bool
+    optimizer: str  # RLlib infers its old-stack dict: needs type: ignore[assignment] once strict
+    optimizer_kwargs: dict[str, Any]
+    rl_batch_size: int
+    rl_start_steps: int | None
+    rl_actor_steps: int | Literal["auto"]
+    replay_sample_chunk: int
+    critic_num_cpus: float
+    critic_num_gpus: float
 
     SETTINGS = {
         "sigma_init": Setting(
@@ -181,7 +205,7 @@ class ERLConfig(BlackBoxConfig):
         **{name: unused(_UNUSED_BLACKBOX_REASON) for name in UNUSED_BLACKBOX_SETTINGS},
     }
 
-    def __init__(self, algo_class=None):
+    def __init__(self, algo_class: type | None = None) -> None:
         super().__init__(algo_class=algo_class)
         self.env_runner_cls = ERLEnvRunner
 
