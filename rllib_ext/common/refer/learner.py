@@ -75,6 +75,9 @@ class ReFERLearner(ReplayLearner):
 
     STATE_KEY = STATE_KEY
     REPLAY_STATE_KEY = "memory"
+    #: A :class:`~rllib_ext.common.refer.config.ReFERConfig`, whose settings the settings layer sets
+    #: (not declared attributes that mypy could see).
+    config: Any
 
     @override(Learner)
     def build(self) -> None:
@@ -110,11 +113,12 @@ class ReFERLearner(ReplayLearner):
         return self.memory
 
     @override(ReplayLearner)
-    def _store(self, episodes: list) -> int:
+    def _store(self, episodes: list[Any]) -> int:
         """Stores completed episodes; once the RM holds N_start steps, one gradient step is due per F env steps."""
         new_steps = sum(len(e) for e in episodes)
         for ep in self.assembler.add(episodes):  # Algorithm 2: store whole episodes
-            self.memory.add_episode(**ep, **self._score_episode(ep))
+            episode: dict[str, Any] = ep
+            self.memory.add_episode(**episode, **self._score_episode(episode))
         if len(self.memory) < self.config.n_start:
             return 0
         if not self._state_stats_set:  # App. B: statistics after N_start observations

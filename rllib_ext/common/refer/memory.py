@@ -135,13 +135,14 @@ class ReplayMemory:
         self.head = 0  # first live logical index
         self.tail = 0  # one past the last live logical index
         # Per episode (oldest first): [serial, start, length, last_obs, terminated].
-        self._episodes: deque = deque()
+        self._episodes: deque[list[Any]] = deque()
         self._first_serial = 0
         self._next_serial = 0
         self.num_added_episodes = 0
         self.num_evicted_episodes = 0
         self._per_cdf: np.ndarray | None = None
         self._per_order: np.ndarray | None = None
+        self._per_p: np.ndarray | None = None
         self._writes_since_sort = 0
         self.far_recount_tol = float(far_recount_tol)
         if not 0.0 <= float(retrace_tolerance) < 1.0:
@@ -161,13 +162,13 @@ class ReplayMemory:
         """Stored episodes."""
         return len(self._episodes)
 
-    def _phys(self, logical):
+    def _phys(self, logical: Any) -> np.ndarray:
         return np.asarray(logical) - self._base
 
     def _col(self, name: str) -> np.ndarray:
         return self._cols[name][self.head - self._base : self.tail - self._base]
 
-    def _ensure_room(self, n: int, shapes: dict[str, tuple]) -> None:
+    def _ensure_room(self, n: int, shapes: dict[str, tuple[tuple[int, ...], Any]]) -> None:
         if not self._cols:
             self._alloc = max(2 * self.capacity, 2 * n, 16)
             for name, (shape, dtype) in shapes.items():
@@ -272,8 +273,9 @@ class ReplayMemory:
         self._per_cdf = None
         return evicted
 
-    def _episode(self, serial: int) -> list:
-        return self._episodes[serial - self._first_serial]
+    def _episode(self, serial: int) -> list[Any]:
+        episode: list[Any] = self._episodes[serial - self._first_serial]
+        return episode
 
     # ------------------------------------------------------------------ targets (Eq. 8)
     def _recompute_targets(self, idx: np.ndarray, full: bool = False) -> None:
@@ -392,6 +394,7 @@ class ReplayMemory:
         B = int(batch_size)
         if self.mode == "per":
             self._maybe_sort()
+            assert self._per_cdf is not None and self._per_order is not None and self._per_p is not None
             u = self.rng.random(B) * self._per_cdf[-1]
             pos = np.minimum(np.searchsorted(self._per_cdf, u, side="right"), n - 1)
             idx = self.head + self._per_order[pos]
@@ -579,7 +582,7 @@ class ReplayMemory:
             "rng": self.rng.bit_generator.state,
             "per_beta": self.per_beta,
             "per": None
-            if self._per_cdf is None
+            if self._per_cdf is None or self._per_order is None or self._per_p is None
             else {"order": self._per_order.copy(), "p": self._per_p.copy(), "cdf": self._per_cdf.copy()},
             "writes_since_sort": self._writes_since_sort,
             "far_c": self._far_c,
@@ -622,6 +625,6 @@ class ReplayMemory:
         """A copy of one stored per-step column (``obs``, ``rho``, ``v``, ``v_tbc``, ...)."""
         return self._col(name).copy()
 
-    def episode_bounds(self) -> list:
+    def episode_bounds(self) -> list[tuple[int, int, bool, float]]:
         """(start, length, terminated, v_boot) of each stored episode, oldest first."""
         return [(e[1], e[2], e[4], float(self._cols["v_boot"][e[1] + e[2] - 1 - self._base])) for e in self._episodes]

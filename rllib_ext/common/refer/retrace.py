@@ -61,12 +61,12 @@ def affine_reverse_scan(a: np.ndarray, c: np.ndarray, block: int = 16) -> np.nda
         return affine_reverse_scan_doubling(a, c)
     nb = -(-n // block)
     # Blocks as columns: row j of the [L, nb] arrays holds step j of every block (contiguous).
-    A = np.zeros(nb * block)
-    A[:n] = a
-    C = np.zeros(nb * block)  # the padding after step M−1 has c = 0 (x_M = 0)
-    C[:n] = c
-    A = A.reshape(nb, block).T.copy()
-    C = C.reshape(nb, block).T.copy()
+    flat_a = np.zeros(nb * block)
+    flat_a[:n] = a
+    flat_c = np.zeros(nb * block)  # the padding after step M−1 has c = 0 (x_M = 0)
+    flat_c[:n] = c
+    A = flat_a.reshape(nb, block).T.copy()
+    C = flat_c.reshape(nb, block).T.copy()
     X = np.empty_like(A)  # x̃
     Q = np.empty_like(C)  # q
     X[-1] = A[-1]
@@ -132,7 +132,9 @@ def retrace_tbc(
     return affine_reverse_scan(a, c)
 
 
-def retrace_tbc_loop(rewards, values, rho, gamma: float, v_next: float) -> np.ndarray:
+def retrace_tbc_loop(
+    rewards: np.ndarray, values: np.ndarray, rho: np.ndarray, gamma: float, v_next: float
+) -> np.ndarray:
     """Eq. (8) for one episode by the plain backward loop (reference for tests)."""
     out = np.zeros(len(rewards))
     nxt = float(v_next)

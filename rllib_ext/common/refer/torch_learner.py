@@ -21,8 +21,8 @@ learners with DDP, a grad scaler, torch LR schedulers, ``torch_compile_learner``
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -41,6 +41,7 @@ from ray.rllib.utils.metrics import (
     NUM_MODULE_STEPS_TRAINED_LIFETIME,
     WEIGHTS_SEQ_NO,
 )
+from ray.rllib.utils.typing import ModuleID
 
 from rllib_ext._compat import foreach_norm, optimizer_lr
 from rllib_ext.common.offpolicy.target_networks import lerp_targets, soft_update_tensors
@@ -97,20 +98,21 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         super().build()
         # After the optimizers exist, so that target weights are not trained (App. C remark 2
         # on Algorithm 4: targets start identical to the trained weights).
-        self.module.foreach_module(
-            lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None
-        )
+        for module in self.module.values():
+            if isinstance(module, TargetNetworkAPI):
+                module.make_target_networks()
         self._fast_steps = 0  # gradient steps of _update_on_sample's own path since the last metrics log
         self._fast_loss_sum: dict[str, torch.Tensor] = {}  # summed as tensors: read once per call
-        self._target_tensors = None
+        self._target_tensors: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
         self._step_functions: dict[str, StepFunction] = {}
 
-    def _target_pairs(self) -> tuple[list, list]:
+    def _target_pairs(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """(target tensors, main tensors) of every target network of the module (cached)."""
         if self._target_tensors is None:
-            targets, mains = [], []
-            for module in self.module.values():
-                module = module.unwrapped()
+            targets: list[torch.Tensor] = []
+            mains: list[torch.Tensor] = []
+            for module_id in self.module.keys():
+                module = self.module[module_id].unwrapped()
                 if isinstance(module, TargetNetworkAPI):
                     for main_net, target_net in module.get_target_network_pairs():
                         t, m = soft_update_tensors(main_net, target_net)
@@ -126,13 +128,13 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
             lerp_targets(targets, mains, self.config.tau)
 
     @override(TorchLearner)
-    def after_gradient_based_update(self, *, timesteps) -> None:
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
         """RLlib's (learning-rate metrics), then the soft target update (after ``Learner.update``)."""
         super().after_gradient_based_update(timesteps=timesteps)
         self.update_target_networks()
 
     @override(TorchLearner)
-    def set_state(self, state) -> None:
+    def set_state(self, state: dict[str, Any]) -> None:
         """RLlib's, then the cached target-network tensors are looked up again."""
         super().set_state(state)
         self._target_tensors = None
@@ -159,9 +161,9 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
         batch = self._prepare_batch(batch)
         self._weights_seq_no += 1
         beta, c_max = self._refer_tensors()
-        losses = []
+        losses: list[torch.Tensor] = []
         for module_id in self.module.keys():
-            module = self.module[module_id]
+            module: Any = self.module[module_id]
             if not module.training:
                 module.train()  # outside the compiled function (TorchRLModule.forward_train does it per call)
             loss, outputs = self._step_function(module_id)(batch, beta, c_max)
@@ -170,7 +172,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
             losses.append(loss)
         for optimizer in self._optimizer_parameters:
             optimizer.zero_grad(set_to_none=True)
-        sum(losses).backward()
+        torch.autograd.backward(torch.stack(losses).sum() if len(losses) > 1 else losses[0])
         self._apply_gradients()
         self.update_target_networks()
         self._fast_steps += 1
@@ -185,7 +187,7 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
             torch.tensor(self.refer.c_max, dtype=torch.float64, device=self.device),
         )
 
-    def _step_function(self, module_id: str) -> StepFunction:
+    def _step_function(self, module_id: ModuleID) -> StepFunction:
         """The module's forward + loss as a function of (batch, β, c_max); compiled unless ``compile_update`` is off.
 
         ``torch.compile`` (inductor) fuses the forward pass and the loss, and AOTAutograd the
@@ -377,15 +379,18 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
             rho = torch.clamp(rho, max=self.refer.rho_clip)  # ReF-ER-2: ρ ← min(ρ, 10³), §5.3
         kl = diag_gaussian_kl(mu_mean, mu_std, pi_mean, pi_std)  # Eq. (11)
         bound = self.refer.c_max if c_max is None else c_max
-        return rho, kl, near_policy_mask(rho.detach(), bound)  # Rule 1
+        # near_policy_mask takes a float or a 0-d tensor (it compares and divides only).
+        return rho, kl, near_policy_mask(rho.detach(), cast(float, bound))  # Rule 1
 
     @override(TorchLearner)
-    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+    def configure_optimizers_for_module(self, module_id: ModuleID, config: Any = None) -> None:
         """One optimizer over the whole module, at ``config.lr``."""
         module = self.module[module_id]
         self._register(module_id, "default_optimizer", self.get_parameters(module), config.lr, config)
 
-    def _register(self, module_id, name: str, params, lr: float, config, **overrides) -> None:
+    def _register(
+        self, module_id: ModuleID, name: str, params: Sequence[Any], lr: float, config: Any, **overrides: Any
+    ) -> None:
         kwargs = {**(config.optimizer_kwargs or {}), **overrides}
         if str(config.optimizer).lower() == "adam" and not {"fused", "foreach"} & kwargs.keys():
             # torch's fused Adam kernel (CPU and CUDA since torch 2.4): the same update as the
@@ -406,5 +411,6 @@ class ReFERTorchLearner(TorchThreadsLearner, ReFERLearner, TorchLearner):
 
     @override(ReFERLearner)
     def _set_state_stats(self, mean: np.ndarray, std: np.ndarray) -> None:
-        for module in self.module.values():
-            module.unwrapped().set_state_stats(mean, std)
+        for module_id in self.module.keys():
+            module: Any = self.module[module_id].unwrapped()  # a ReFERModuleMixin
+            module.set_state_stats(mean, std)
