@@ -544,6 +544,8 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def _add_race_options(p: argparse.ArgumentParser, results_dir: str) -> None:
+    from rllib_ext.compare.race import DEFAULT_EVAL_EVERY_ENV_STEPS
+
     p.add_argument(
         "--algos",
         nargs="+",
@@ -556,7 +558,14 @@ def _add_race_options(p: argparse.ArgumentParser, results_dir: str) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--budget-env-steps", type=int, help="stop a run at this many env steps sampled")
     p.add_argument("--budget-s", type=float, help="stop a run after this many seconds in train()")
-    p.add_argument("--eval-every-env-steps", type=int, required=True)
+    p.add_argument(
+        "--eval-every-steps",
+        "--eval-every-env-steps",
+        dest="eval_every_env_steps",
+        type=int,
+        default=DEFAULT_EVAL_EVERY_ENV_STEPS,
+        help=f"env steps between evaluation points (default {DEFAULT_EVAL_EVERY_ENV_STEPS}, for small tasks)",
+    )
     p.add_argument("--eval-episodes", type=int, default=5)
     p.add_argument("--common", default="{}", help="JSON config applied to every algorithm (network, runners, sampler)")
     p.add_argument(
@@ -609,6 +618,36 @@ def _add_race_options(p: argparse.ArgumentParser, results_dir: str) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="check everything, print the plan, run nothing")
     p.add_argument("--verbose", action="store_true", help="show Ray's and RLlib's known noise too (hidden by default)")
+    g = p.add_argument_group("tuning (equal effort for every entry; the rows record the rule: grid, matched or none)")
+    g.add_argument(
+        "--tune",
+        action="append",
+        default=[],
+        metavar="LABEL:KEY=[V1,V2,...]",
+        help="a tuning grid: the entry's points are the product of its keys' JSON values (repeat for a second "
+        "key); each point runs on --tune-seeds first, the best (IQM of the final evaluation return; ties: higher "
+        "worst seed, then grid order) then on --seeds. Grids must be of equal size across the entries",
+    )
+    g.add_argument(
+        "--tune-seeds",
+        nargs="+",
+        type=int,
+        help="tuning seeds, disjoint from --seeds (default: two, from 1000)",
+    )
+    g.add_argument(
+        "--allow-unequal-tuning",
+        action="store_true",
+        help="accept grids of unequal size (an entry without --tune is a grid of 1); the report names them",
+    )
+    g.add_argument(
+        "--matched",
+        action="append",
+        default=[],
+        metavar="TARGET:SOURCE",
+        help="set TARGET's own settings from SOURCE's by a paper's mapping: APPO:IMPACT_EXT (M, N, K, lr, clip, KL, "
+        "target period in APPO's units) or PPO:IMPACT_EXT (train batch N·M, minibatch M, K epochs); see "
+        "rllib_ext/compare/matched.py",
+    )
 
 
 RACE_DESCRIPTION = (

@@ -101,6 +101,17 @@ from the draw of start states (common random numbers); seeds differ in their sta
 
 Async algorithms' runners may finish the requests already in flight while the driver evaluates
 (at most ``max_requests_in_flight_per_env_runner`` fragments per runner).
+
+CPU time: ``curve.cpu_s`` is the driver's process CPU time in ``train()`` (its learner threads
+included) plus the CPU time of the run's env runner and learner actors (their processes, read with
+psutil from the first ``train()`` on): on a machine whose cores the runners and learner threads
+share, it says what wall seconds do not.
+
+Tuning (issue 40; :mod:`rllib_ext.compare.tuning`, :mod:`rllib_ext.compare.matched`): ``--tune
+LABEL:KEY=[...]`` gives entries a grid run first on tuning seeds disjoint from the evaluation
+seeds (rows ``stage="tuning"``); each entry's best point then runs on the evaluation seeds.
+``--matched TARGET:SOURCE`` instead sets the target's own settings from the source's by a
+paper's mapping. Every row records the rule in ``tuning["rule"]``: ``grid``, ``matched`` or ``none``.
 """
 
 from __future__ import annotations
@@ -116,10 +127,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rllib_ext.compare import tuning as tuning_lib
+from rllib_ext.compare.matched import MatchError, matched_settings
 from rllib_ext.compare.rows import (
+    EVALUATION,
     EVERY_SIMULATED_STEP,
     OLD_RULE_FAMILY,
     OLD_RULE_LEFT_OUT,
+    TUNING,
     Curve,
     Machine,
     RunRow,
@@ -147,6 +162,8 @@ NETWORK_KEYS = ("model_config", "policy_hiddens")
 EVAL_SEED_OFFSET = 10_000
 #: An evaluation interval (in iterations) that train() never reaches: evaluation is the race's.
 NEVER = 2**62
+#: Env steps between evaluation points unless ``--eval-every-steps`` says otherwise (small tasks).
+DEFAULT_EVAL_EVERY_ENV_STEPS = 2000
 
 
 class RaceError(ValueError):
@@ -408,15 +425,24 @@ def same_json(a: Any, b: Any) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False) -> set[tuple[str, int]]:
+def check_append(
+    path: str,
+    entries: Sequence[Entry],
+    args,
+    resume: bool = False,
+    tuning: TuningPlan | None = None,
+) -> set[tuple]:
     """Raises RaceError unless the new runs can join the race in ``path``; returns the (label,
-    seed) pairs that already have a row.
+    seed) pairs that already have an evaluation row, and the (label, seed, point) triples that
+    have a tuning row.
 
     Every existing row must share this invocation's protocol and machine (the machine may differ
     with ``--other-machine``) and the way env steps are counted (rows of the black-box family or
     the ERL algorithms written before 2026-11-27 counted fewer: new runs never join them), an entry
     that already has rows must have been run with the same settings, and no (algorithm, seed) may
-    run twice (with ``resume`` such a pair is skipped instead).
+    run twice (with ``resume`` such a pair is skipped instead). The rows must have been tuned by
+    the same rule (``tuning``'s, default none); a tuning row's settings must be its grid point's, an
+    evaluation row's one of its entry's points'.
     """
     from rllib_ext.compare.rows import read_rows
 
@@ -424,7 +450,11 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
     flag = "--resume" if resume else "--append"
     protocol, machine = protocol_of(args), Machine.this()
     by_label = {e.label: e for e in entries}
+    rule = tuning_lib.NONE if tuning is None else tuning.rule
     for row in rows:
+        row_rule = (row.tuning or {}).get("rule", tuning_lib.NONE)
+        if row_rule != rule:
+            raise RaceError(f"{flag}: {path} was tuned by rule {row_rule!r}, this invocation's rule is {rule!r}")
         if counted_short(row):
             family = OLD_RULE_FAMILY[row.registered_algorithm]
             raise RaceError(
@@ -442,32 +472,105 @@ def check_append(path: str, entries: Sequence[Entry], args, resume: bool = False
         entry = by_label.get(row.algorithm)
         if entry is None:
             continue
-        if not same_json(row.settings, entry.settings):
+        points = tuning.points.get(row.algorithm, [entry]) if tuning is not None and tuning.points else [entry]
+        if row.stage == TUNING:
+            i = int((row.tuning or {}).get("point_index", -1))
+            allowed = [points[i].settings] if 0 <= i < len(points) else []
+        else:
+            allowed = [e.settings for e in points]
+        if not any(same_json(row.settings, settings) for settings in allowed):
             raise RaceError(f"{flag}: {row.algorithm}'s settings differ from its rows in {path}")
-        if row.seed in args.seeds and not resume:
+        if row.stage != TUNING and row.seed in args.seeds and not resume:
             raise RaceError(f"--append: {path} already has {row.algorithm} seed {row.seed}")
-    return {(row.algorithm, row.seed) for row in rows}
+    return {run_key(row) for row in rows}
+
+
+def run_key(row: RunRow) -> tuple:
+    """What identifies a run in its race: (label, seed), or (label, seed, grid point) for a tuning run."""
+    if row.stage == TUNING:
+        return (row.algorithm, row.seed, int((row.tuning or {}).get("point_index", -1)))
+    return (row.algorithm, row.seed)
+
+
+class ActorCpu:
+    """CPU seconds (user + system) of a run's env runner and learner actors, read from their processes.
+
+    The actors' process ids are asked once (``foreach_env_runner``/``foreach_learner``) and again
+    at each :meth:`delta` (a restarted runner is a new process, counted from its start); processes
+    of this driver are left out (their CPU is the driver's). An algorithm without remote actors
+    (or one the ids cannot be asked of) adds 0.
+    """
+
+    def __init__(self, algo: Any) -> None:
+        self.algo = algo
+        self.last: dict[int, float] = {}
+        self.started = False  # the first call sets the baselines; a process seen later counts from its start
+        self.delta()
+
+    def pids(self) -> set[int]:
+        """Process ids of the algorithm's remote env runners and learners."""
+        pids: set[int] = set()
+        runners = getattr(self.algo, "env_runner_group", None)
+        learners = getattr(self.algo, "learner_group", None)
+        try:
+            if runners is not None and runners.num_remote_env_runners() > 0:
+                pids.update(runners.foreach_env_runner(_pid, local_env_runner=False))
+        except Exception as e:  # a runner that died between calls: counted from its successor on
+            logger.debug("no env runner pids: %s", e)
+        try:
+            if learners is not None and learners.is_remote:
+                results = learners.foreach_learner(_pid)
+                pids.update(r.get() for r in results.ignore_errors())
+        except Exception as e:
+            logger.debug("no learner pids: %s", e)
+        pids.discard(os.getpid())
+        return {p for p in pids if isinstance(p, int)}
+
+    def delta(self) -> float:
+        """CPU seconds the actors used since the last call."""
+        import psutil  # type: ignore[import-untyped]  # Ray's dependency; no stubs installed (pyproject lists none)
+
+        total = 0.0
+        for pid in self.pids():
+            try:
+                times = psutil.Process(pid).cpu_times()
+            except (psutil.Error, OSError):
+                continue
+            now = times.user + times.system
+            total += now - self.last.get(pid, 0.0 if self.started else now)
+            self.last[pid] = now
+        self.started = True
+        return max(total, 0.0)
+
+
+def _pid(*_: Any, **__: Any) -> int:
+    return os.getpid()
 
 
 class RunPaused(Exception):
     """A run stopped at ``--stop-after-s``; its checkpoint and curve so far are in ``partial_dir``."""
 
 
-def partial_dir(args, race: str, label: str, seed: int) -> str:
-    """Where a paused run keeps its checkpoint and curve: ``<results>/<benchmark>/<race>.partial/<label>/seed<k>``."""
+def partial_dir(args, race: str, label: str, seed: int, point: int | None = None) -> str:
+    """Where a paused run keeps its checkpoint and curve: ``<results>/<benchmark>/<race>.partial/<label>/seed<k>``
+    (a tuning run of grid point ``i``: ``.../<label>/tune<i>/seed<k>``)."""
     safe = "".join(c if c.isalnum() or c in "+-_." else "_" for c in label)
-    return os.path.join(args.results_dir, args.benchmark, f"{race}.partial", safe, f"seed{seed}")
+    parts = [safe] if point is None else [safe, f"tune{point}"]
+    return os.path.join(args.results_dir, args.benchmark, f"{race}.partial", *parts, f"seed{seed}")
 
 
-def run_one(entry: Entry, seed: int, args, race: str, log=logger.info, deadline: float | None = None) -> RunRow:
+def run_one(
+    entry: Entry, seed: int, args, race: str, log=logger.info, deadline: float | None = None, where: str | None = None
+) -> RunRow:
     """Trains one algorithm with one seed to the budget, evaluating on the way; returns its row.
 
     With a ``deadline`` (``time.perf_counter()`` value, from ``--stop-after-s``) the run pauses at
     the first iteration boundary past it: it saves the algorithm's checkpoint and its curve so far
     under :func:`partial_dir` and raises :class:`RunPaused`; the next invocation with ``--resume``
-    restores both and goes on (``extra["chunks"]`` counts the invocations a run spanned).
+    restores both and goes on (``extra["chunks"]`` counts the invocations a run spanned). ``where``
+    is the paused run's folder (default :func:`partial_dir` of the entry and seed).
     """
-    where = partial_dir(args, race, entry.label, seed)
+    where = where or partial_dir(args, race, entry.label, seed)
     state_path = os.path.join(where, "state.json")
     resumed = os.path.exists(state_path)
     t0 = time.perf_counter()
@@ -496,11 +599,12 @@ def run_one(entry: Entry, seed: int, args, race: str, log=logger.info, deadline:
             "machine": dataclasses.asdict(Machine.this()),
             "steps": 0,
             "wall": 0.0,
+            "cpu": 0.0,
             "iterations": 0,
             "build_s": 0.0,
             "chunks": 0,
             "next_eval": None,
-            "curve": {"env_steps": [], "wall_s": [], "eval_return": []},
+            "curve": {"env_steps": [], "wall_s": [], "eval_return": [], "cpu_s": []},
             "episode_returns": [],
             "train_returns": [],
             "recorded": {key: [] for key in args.record},
@@ -512,13 +616,19 @@ def run_one(entry: Entry, seed: int, args, race: str, log=logger.info, deadline:
     state["build_s"] = round(state["build_s"] + time.perf_counter() - t0, 2)
     state["chunks"] += 1
     curve, recorded, updates = state["curve"], state["recorded"], state["updates"]
+    curve.setdefault("cpu_s", None)  # a run paused before CPU time was recorded: none along its curve
+    state.setdefault("cpu", 0.0)
+    actors = ActorCpu(algo)
 
     def evaluate(result):
         """One curve point; ``result`` is the latest ``train()`` result ({} before training)."""
+        state["cpu"] += actors.delta()
         steps, wall = state["steps"], state["wall"]
         rets = entry.evaluate(algo, args.eval_episodes)
         curve["env_steps"].append(steps)
         curve["wall_s"].append(round(wall, 3))
+        if curve["cpu_s"] is not None:
+            curve["cpu_s"].append(round(state["cpu"], 3))
         curve["eval_return"].append(float(sum(rets) / len(rets)))
         state["episode_returns"].append(rets)
         train_return = metric_of(result, "env_runners/episode_return_mean")  # None until an episode ends
@@ -536,6 +646,7 @@ def run_one(entry: Entry, seed: int, args, race: str, log=logger.info, deadline:
         log(f"  {entry.label} seed {seed}: {steps:>8d} env steps {wall:7.1f} s  eval return {ret:8.2f}")
 
     def pause():
+        state["cpu"] += actors.delta()
         os.makedirs(where, exist_ok=True)
         algo.save_to_path(os.path.join(where, "checkpoint"))
         tmp = state_path + ".tmp"
@@ -549,9 +660,10 @@ def run_one(entry: Entry, seed: int, args, race: str, log=logger.info, deadline:
             evaluate({})
             state["next_eval"] = args.eval_every_env_steps
         while True:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             result = algo.train()
             state["wall"] += time.perf_counter() - t
+            state["cpu"] += time.process_time() - c
             state["iterations"] += 1
             state["steps"] = steps = env_steps_of(result)
             done = (args.budget_env_steps is not None and steps >= args.budget_env_steps) or (
@@ -627,11 +739,18 @@ class RaceSpec:
         stop_after_s: Stop this invocation after this many seconds (a run in progress pauses).
         dry_run: Check everything, run nothing.
         command_line: The race's own command, recorded in each row (:func:`race_argv`).
+        tune: ``LABEL:KEY=[v1,...]`` items, each entry's tuning grid (:func:`rllib_ext.compare.tuning.parse_grids`).
+        tune_seeds: The tuning seeds (None: the default, disjoint from ``seeds``; set by :func:`race_spec`).
+        allow_unequal_tuning: Accept grids of unequal size (the rows name the entries not equally tuned).
+        matched: ``TARGET:SOURCE`` items: the target's settings mapped from the source's
+            (:mod:`rllib_ext.compare.matched`).
+        grids: ``tune`` parsed, ``{label: {key: values}}`` (set by :func:`race_spec`).
+        matched_pairs: ``matched`` parsed, ``{target label: source label}`` (set by :func:`race_spec`).
     """
 
     algos: dict[str, str]
     env: str
-    eval_every_env_steps: int
+    eval_every_env_steps: int = DEFAULT_EVAL_EVERY_ENV_STEPS
     seeds: list[int] = dataclasses.field(default_factory=lambda: [0, 1, 2, 3, 4])
     budget_env_steps: int | None = None
     budget_s: float | None = None
@@ -651,6 +770,17 @@ class RaceSpec:
     stop_after_s: float | None = None
     dry_run: bool = False
     command_line: str = ""
+    tune: list[str] = dataclasses.field(default_factory=list)
+    tune_seeds: list[int] | None = None
+    allow_unequal_tuning: bool = False
+    matched: list[str] = dataclasses.field(default_factory=list)
+    grids: dict[str, dict[str, list[Any]]] = dataclasses.field(default_factory=dict)
+    matched_pairs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def rule(self) -> str:
+        """The race's tuning rule: grid, matched or none."""
+        return tuning_lib.GRID if self.grids else tuning_lib.MATCHED if self.matched_pairs else tuning_lib.NONE
 
 
 def race_spec(
@@ -696,7 +826,41 @@ def race_spec(
         raise RaceError(f"--common is not JSON ({e.msg})") from None
     if not isinstance(spec.common, dict):
         raise RaceError("--common must be a JSON object")
-    return spec, parse_own_settings(sets, list(spec.algos))
+    own = parse_own_settings(sets, list(spec.algos))
+    check_tuning_options(spec)
+    return spec, own
+
+
+def check_tuning_options(spec: RaceSpec) -> None:
+    """Parses and checks ``--tune``, ``--tune-seeds``, ``--allow-unequal-tuning`` and ``--matched`` into
+    ``spec.grids``, ``spec.tune_seeds`` and ``spec.matched_pairs``.
+
+    Raises:
+        RaceError: Naming the option at fault (see :mod:`rllib_ext.compare.tuning`).
+    """
+    labels = list(spec.algos)
+    if spec.tune and spec.matched:
+        raise RaceError("--tune and --matched exclude each other: a race has one tuning rule (grid, matched or none)")
+    if not spec.tune and (spec.tune_seeds is not None or spec.allow_unequal_tuning):
+        raise RaceError("--tune-seeds and --allow-unequal-tuning go with --tune")
+    if spec.tune and spec.append:
+        raise RaceError("--append does not add to a tuned race (its entries' points come from its tuning rows)")
+    try:
+        spec.grids = tuning_lib.parse_grids(spec.tune, labels)
+        if spec.grids:
+            spec.tune_seeds = tuning_lib.tuning_seeds(spec.seeds, spec.tune_seeds)
+            tuning_lib.check_equal_size(tuning_lib.grid_sizes(spec.grids, labels), spec.allow_unequal_tuning)
+    except tuning_lib.TuningError as e:
+        raise RaceError(str(e)) from None
+    for item in spec.matched:
+        target, sep, source = item.partition(":")
+        if not sep or target not in spec.algos or source not in spec.algos or target == source:
+            raise RaceError(
+                f"--matched takes TARGET:SOURCE, two different entries of --algos ({', '.join(labels)}), got {item!r}"
+            )
+        if target in spec.matched_pairs or target in spec.matched_pairs.values() or source in spec.matched_pairs:
+            raise RaceError(f"--matched {item}: an entry is matched once, and a target is no other's source")
+        spec.matched_pairs[target] = source
 
 
 def command_line(prog: str, argv: Sequence[str]) -> str:
@@ -734,11 +898,13 @@ def _remove_paused(root: str, where: str) -> None:
     import shutil
 
     shutil.rmtree(where, ignore_errors=True)
-    for folder in (os.path.dirname(where), root):
+    folder, root = os.path.dirname(os.path.abspath(where)), os.path.abspath(root)
+    while folder.startswith(root):  # the emptied folders up to the root (a tuning run's is one deeper)
         try:
             os.rmdir(folder)
         except OSError:
             return
+        folder = os.path.dirname(folder)
 
 
 @dataclasses.dataclass
@@ -750,14 +916,16 @@ class Prepared:
         entries: Each entry's class, validated config and settings, in ``spec.algos`` order.
         race: The race id.
         out: The rows file, ``<results_dir>/<benchmark>/<race>.jsonl``.
-        done: The (label, seed) pairs that already have a row (``append``/``resume``).
+        done: The runs that already have a row (``append``/``resume``; :func:`run_key`).
+        tuning: The tuning stage (grid points, matched settings, or none).
     """
 
     spec: RaceSpec
     entries: list[Entry]
     race: str
     out: str
-    done: set[tuple[str, int]]
+    done: set[tuple]
+    tuning: TuningPlan = dataclasses.field(default_factory=lambda: TuningPlan())
 
     @property
     def paused_root(self) -> str:
@@ -775,7 +943,7 @@ class Prepared:
             lines.append(f"{e.label} ({e.registered}): own settings {{{own_text}}}")
         execution = {k: self.entries[0].settings[k] for k in EXECUTION_KEYS}
         lines.append(f"shared settings {json.dumps(spec.common, sort_keys=True)}; execution {json.dumps(execution)}")
-        return lines
+        return lines + self.tuning.plan_lines()
 
 
 def prepare(spec: RaceSpec, own: dict[str, dict[str, Any]]) -> Prepared:
@@ -794,10 +962,178 @@ def prepare(spec: RaceSpec, own: dict[str, dict[str, Any]]) -> Prepared:
         raise RaceError(f"--append: {out} does not exist")
     if os.path.exists(prepared.paused_root) and not spec.resume:
         raise RaceError(f"{prepared.paused_root} holds paused runs: go on with --resume (or delete it)")
-    prepared.entries = plan(spec, own)
+    prepared.entries, prepared.tuning = plan_tuning(spec, own, plan(spec, own))
     if os.path.exists(out) and (spec.append or spec.resume):
-        prepared.done = check_append(out, prepared.entries, spec, resume=spec.resume)
+        prepared.done = check_append(out, prepared.entries, spec, resume=spec.resume, tuning=prepared.tuning)
     return prepared
+
+
+@dataclasses.dataclass
+class TuningPlan:
+    """How a race sets its entries' own settings before the evaluation runs (``rllib race --tune/--matched``).
+
+    Attributes:
+        rule: :data:`rllib_ext.compare.tuning.GRID`, ``MATCHED`` or ``NONE``.
+        grids: ``{label: {key: values}}`` of the tuned entries.
+        seeds: The tuning seeds (grid).
+        sizes: Each entry's number of grid points (1: not tuned).
+        not_equal: The entries with fewer points than the largest grid.
+        points: ``{label: [Entry per grid point]}`` (an untuned entry: its one entry).
+        matched: ``{target label: {"source", "paper", "values"}}``: the mapped settings.
+    """
+
+    rule: str = tuning_lib.NONE
+    grids: dict[str, dict[str, list[Any]]] = dataclasses.field(default_factory=dict)
+    seeds: list[int] = dataclasses.field(default_factory=list)
+    sizes: dict[str, int] = dataclasses.field(default_factory=dict)
+    not_equal: list[str] = dataclasses.field(default_factory=list)
+    points: dict[str, list[Entry]] = dataclasses.field(default_factory=dict)
+    matched: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def record(
+        self, label: str, *, point: int | None = None, chosen: int | None = None, scores: list | None = None
+    ) -> dict[str, Any]:
+        """The row's ``tuning``: the rule and, for a grid, the entry's grid, the tuning seeds, every
+        entry's grid size and the choice rule, with the run's ``point`` (a tuning row) or the
+        ``chosen`` point and each point's ``scores`` [IQM, worst seed] (an evaluation row)."""
+        record: dict[str, Any] = {"rule": self.rule}
+        if self.rule == tuning_lib.MATCHED:
+            record["pairs"] = {t: m["source"] for t, m in self.matched.items()}
+            if label in self.matched:
+                record.update(self.matched[label])
+        if self.rule != tuning_lib.GRID:
+            return record
+        entry_points = [p for p in tuning_lib.grid_points(self.grids.get(label, {}))]
+        record.update(
+            grid=self.grids.get(label, {}),
+            seeds=self.seeds,
+            grid_sizes=self.sizes,
+            not_equally_tuned=self.not_equal,
+            choice=tuning_lib.CHOICE_RULE,
+        )
+        if point is not None:
+            record.update(point=entry_points[point], point_index=point)
+        if chosen is not None:
+            record.update(chosen=entry_points[chosen], chosen_index=chosen, scores=scores)
+        return record
+
+    def plan_lines(self) -> list[str]:
+        """The tuning stage in words (the plan ``rllib race`` prints)."""
+        if self.rule == tuning_lib.NONE:
+            return ["tuning: none (each entry runs with its own defaults and the settings given)"]
+        if self.rule == tuning_lib.MATCHED:
+            return [
+                f"tuning: matched: {t} <- {m['source']} ({m['paper']}): {json.dumps(m['values'], sort_keys=True)}"
+                for t, m in self.matched.items()
+            ]
+        lines = [f"tuning: grid on seeds {self.seeds}, then the best point ({tuning_lib.CHOICE_RULE})"]
+        for label, k in self.sizes.items():
+            grid = self.grids.get(label)
+            lines.append(f"tuning: {label}: " + (f"grid of {k}: {json.dumps(grid)}" if grid else "not tuned"))
+        if self.not_equal:
+            lines.append(f"tuning: NOT equally tuned: {', '.join(self.not_equal)} (--allow-unequal-tuning)")
+        return lines
+
+
+def plan_tuning(spec: RaceSpec, own: dict[str, dict[str, Any]], entries: list[Entry]) -> tuple[list[Entry], TuningPlan]:
+    """The race's tuning stage, planned before Ray starts: each grid point's entry (built and
+    checked like the entry itself), or the matched targets' settings (the entries rebuilt with them).
+
+    Returns:
+        ``(entries, plan)``: the entries (the matched targets with their mapped settings) and the plan.
+
+    Raises:
+        RaceError: A tuned key that is an execution or ``--common`` setting or also in ``--set``, a
+            grid point the algorithm rejects, a mapping with no rule or in conflict with ``--common``/``--set``.
+    """
+    rule = spec.rule
+    if rule == tuning_lib.NONE:
+        return entries, TuningPlan()
+    by_label = {e.label: e for e in entries}
+    if rule == tuning_lib.MATCHED:
+        matched: dict[str, dict[str, Any]] = {}
+        own = {label: dict(values) for label, values in own.items()}
+        for target, source in spec.matched_pairs.items():
+            item = f"--matched {target}:{source}"
+            try:
+                values, paper = matched_settings(
+                    by_label[target].registered, by_label[source].registered, by_label[source].config
+                )
+            except MatchError as e:
+                raise RaceError(f"{item}: {e}") from None
+            mapped = {}
+            for key, value in values.items():
+                value = _jsonable(value)
+                if key in spec.common and key not in spec.variable:
+                    if not same_json(spec.common[key], value):
+                        raise RaceError(
+                            f"{item} maps {key} to {value!r} in {target}'s units, but --common gives every entry "
+                            f"{key}={spec.common[key]!r}: take {key} out of --common"
+                        )
+                    continue
+                if key in own[target] and not same_json(own[target][key], value):
+                    raise RaceError(f"--set {target}:{key} conflicts with {item} (which maps it to {value!r})")
+                mapped[key] = value
+            own[target].update(mapped)
+            matched[target] = {"source": source, "paper": paper, "values": mapped}
+        return plan(spec, own), TuningPlan(rule=rule, matched=matched)
+    labels = list(spec.algos)
+    points: dict[str, list[Entry]] = {}
+    for label in labels:
+        grid = spec.grids.get(label)
+        if not grid:
+            points[label] = [by_label[label]]
+            continue
+        for key in grid:
+            if key in EXECUTION_KEYS:
+                raise RaceError(f"--tune {label}:{key}: execution settings are held equal across the race")
+            if key in spec.common and key not in spec.variable:
+                raise RaceError(f"--tune {label}:{key} overrides a --common setting (every entry gets its value)")
+            if key in own[label]:
+                raise RaceError(f"--tune {label}:{key} and --set {label}:{key} both set it")
+        sub = dataclasses.replace(spec, algos={label: spec.algos[label]})
+        points[label] = [plan(sub, {label: {**own[label], **point}})[0] for point in tuning_lib.grid_points(grid)]
+        for point_entry in points[label]:
+            for key in set(EXECUTION_KEYS) - set(spec.variable):
+                if not same_json(point_entry.settings[key], by_label[label].settings[key]):
+                    raise RaceError(f"--tune {label}: a grid point changes the execution setting {key}")
+    sizes = tuning_lib.grid_sizes(spec.grids, labels)
+    plan_ = TuningPlan(
+        rule=rule,
+        grids=spec.grids,
+        seeds=list(spec.tune_seeds or []),
+        sizes=sizes,
+        not_equal=tuning_lib.not_equally_tuned(sizes),
+        points=points,
+    )
+    return entries, plan_
+
+
+def chosen_points(prepared: Prepared) -> dict[str, tuple[int, list[tuple[float, float]] | None]]:
+    """Each entry's chosen grid point and every point's score, from the race's tuning rows
+    (:func:`rllib_ext.compare.tuning.choose_best`); an untuned entry: point 0, no scores.
+
+    Raises:
+        RaceError: A tuning run without its row (the tuning stage is not complete).
+    """
+    from rllib_ext.compare.rows import read_rows
+
+    finals: dict[tuple[str, int], list[float]] = {}
+    for row in read_rows(prepared.out) if os.path.exists(prepared.out) else []:
+        if row.stage == TUNING:
+            index = int((row.tuning or {}).get("point_index", -1))
+            finals.setdefault((row.algorithm, index), []).append(row.final_return)
+    tuning = prepared.tuning
+    out: dict[str, tuple[int, list[tuple[float, float]] | None]] = {}
+    for label, entries in tuning.points.items():
+        if label not in tuning.grids:
+            out[label] = (0, None)
+            continue
+        by_point = [finals.get((label, i), []) for i in range(len(entries))]
+        if any(len(f) != len(tuning.seeds) for f in by_point):
+            raise RaceError(f"{label}: the tuning stage has not run every grid point on every tuning seed")
+        out[label] = (tuning_lib.choose_best(by_point), [tuning_lib.score(f) for f in by_point])
+    return out
 
 
 def set_threads(threads: int) -> None:
@@ -831,16 +1167,43 @@ def run(prepared: Prepared, log: Callable[[str], None] = logger.info) -> str:
     set_threads(spec.threads)
     logging.getLogger("ray.rllib.algorithms.algorithm_config").setLevel(logging.ERROR)
     check_resources(entries)
-    log(f"{len(spec.seeds)} seeds x {len(entries)} algorithms -> {prepared.out}")
+    tuning = prepared.tuning
     ran = False  # an invocation always trains (at least one iteration of) one run: progress
+
+    def one(entry: Entry, seed: int, key: tuple, where: str, record: dict[str, Any], stage: str) -> None:
+        nonlocal ran
+        if key in prepared.done:
+            return
+        if ran and deadline is not None and time.perf_counter() >= deadline:
+            raise RunPaused(prepared.out)  # no new run past the deadline
+        ran = True
+        row = run_one(entry, seed, spec, prepared.race, log=log, deadline=deadline, where=where)
+        append_row(prepared.out, dataclasses.replace(row, stage=stage, tuning=record))
+        _remove_paused(prepared.paused_root, where)
+
+    chosen: dict[str, tuple[int, Any]] = {}
+    if tuning.rule == tuning_lib.GRID:
+        tuned = {label: points for label, points in tuning.points.items() if label in tuning.grids}
+        runs = sum(len(p) for p in tuned.values()) * len(tuning.seeds)
+        log(f"tuning: {runs} runs on seeds {tuning.seeds} ({', '.join(f'{k}: {len(p)}' for k, p in tuned.items())})")
+        for seed in tuning.seeds:
+            for label, points in tuned.items():
+                for i, entry in enumerate(points):
+                    where = partial_dir(spec, prepared.race, label, seed, point=i)
+                    one(entry, seed, (label, seed, i), where, tuning.record(label, point=i), TUNING)
+        chosen = chosen_points(prepared)
+        for label, (i, _) in chosen.items():
+            if label in tuning.grids:
+                log(f"tuning: {label}: best point {json.dumps(tuning_lib.grid_points(tuning.grids[label])[i])}")
+    log(f"{len(spec.seeds)} seeds x {len(entries)} algorithms -> {prepared.out}")
     for seed in spec.seeds:
         for entry in entries:
-            if (entry.label, seed) in prepared.done:
-                continue
-            if ran and deadline is not None and time.perf_counter() >= deadline:
-                raise RunPaused(prepared.out)  # no new run past the deadline
-            ran = True
-            row = run_one(entry, seed, spec, prepared.race, log=log, deadline=deadline)
-            append_row(prepared.out, row)
-            _remove_paused(prepared.paused_root, partial_dir(spec, prepared.race, entry.label, seed))
+            i, scores = chosen.get(entry.label, (0, None))
+            if entry.label in tuning.grids:
+                record = tuning.record(entry.label, chosen=i, scores=scores)
+                entry = tuning.points[entry.label][i]
+            else:
+                record = tuning.record(entry.label)
+            where = partial_dir(spec, prepared.race, entry.label, seed)
+            one(entry, seed, (entry.label, seed), where, record, EVALUATION)
     return prepared.out

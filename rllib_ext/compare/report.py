@@ -34,6 +34,16 @@ improvement of a race with an env-step budget is not given between entries count
 rules. Rows of one race counted under both rules are never pooled: each algorithm's rows of each
 rule are an entry of their own, and the race is NOT comparable.
 
+Tuning (schema 3 rows, :mod:`rllib_ext.compare.tuning`): each race says how its entries' own
+settings were chosen (:func:`tuning_words`): "equal tuning effort (grid of k per entry)", the entries
+not equally tuned by name, the matched mappings, or "not tuned: rivals' own defaults" (every race
+without a tuning stage, older rows too); its tuning runs (``stage="tuning"``) are listed apart, per
+grid point with the chosen one marked, and never enter the table, the figures or P(X > Y).
+Beside the final return the table gives the mean return over fixed budgets (the area under the
+step-held curve ÷ the budget, :func:`mean_return_until`): over the race's env-step budget and over
+its wall budget (each the smallest any run reached where the race had none), and CPU seconds
+beside wall seconds where the rows hold them.
+
 The project's own report (``make bench-report``, ``benchmarks/harness/report.py``) adds its
 measurement tables and writes the summary into ``benchmarks/RESULTS.md``. Nothing here prints or
 exits; a bad row raises :class:`~rllib_ext.compare.rows.RowError` naming its file and line.
@@ -52,12 +62,15 @@ from typing import Any
 import numpy as np
 
 from rllib_ext import stats
+from rllib_ext.compare import tuning as tuning_lib
 from rllib_ext.compare.rows import (
     EVERY_SIMULATED_STEP,
     OLD_RULE_FAMILY,
     OLD_RULE_LEFT_OUT,
+    TUNING,
     RunRow,
     counted_short,
+    evaluation_rows,
     group_by,
     read_all,
     step_rule,
@@ -94,7 +107,92 @@ def differing_keys(rows: Sequence[RunRow]) -> list[str]:
         found.append("target")
     if mixes_step_counts(rows):
         found.append("step_count")
+    if differ(rule_of(r) for r in rows):
+        found.append("tuning rule")
     return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuning and fixed budgets.
+# ---------------------------------------------------------------------------------------------
+def rule_of(row: RunRow) -> str:
+    """The row's tuning rule: grid, matched or none (rows before schema 3: none)."""
+    return (row.tuning or {}).get("rule", tuning_lib.NONE)
+
+
+def tuning_words(rows: Sequence[RunRow]) -> str:
+    """How a race chose its entries' own settings, in the report's words (its evaluation rows)."""
+    records = {r.algorithm: r.tuning or {"rule": tuning_lib.NONE} for r in rows}
+    rules = {rec["rule"] for rec in records.values()}
+    if rules == {tuning_lib.NONE}:
+        return "not tuned: rivals' own defaults"
+    if len(rules) > 1:
+        return "**mixed tuning rules** (" + ", ".join(f"{a}: {rec['rule']}" for a, rec in records.items()) + ")"
+    if rules == {tuning_lib.MATCHED}:
+        targets = {a: rec for a, rec in records.items() if "source" in rec}
+        sources = {rec["source"] for rec in targets.values()}
+        words = "matched settings: " + "; ".join(
+            f"{a} given {rec['source']}'s in its own units ({rec['paper']})" for a, rec in targets.items()
+        )
+        others = [a for a in records if a not in targets and a not in sources]
+        return words + (f"; not tuned: {', '.join(others)} (own defaults)" if others else "")
+    sizes: dict[str, int] = next(iter(records.values())).get("grid_sizes", {})
+    seeds = next(iter(records.values())).get("seeds", [])
+    largest = max(sizes.values(), default=1)
+    unequal = [a for a in records if sizes.get(a, 1) < largest]
+    where = f"on tuning seeds {seeds}, disjoint from the evaluation seeds"
+    if not unequal:
+        return f"equal tuning effort (grid of {largest} per entry, {where})"
+    named = ", ".join(f"{a} (grid of {sizes[a]})" if sizes.get(a, 1) > 1 else f"{a} (not tuned)" for a in unequal)
+    return f"**unequal tuning effort**: not equally tuned: {named}, against a grid of {largest} ({where})"
+
+
+def tuning_lines(race_rows: Sequence[RunRow], tuning_rows: Sequence[RunRow]) -> list[str]:
+    """Markdown lines under a tuned race: each entry's chosen point and every grid point's final
+    returns on the tuning seeds (IQM), the chosen one in bold. Tuning rows are never pooled with the rest."""
+    chosen = {r.algorithm: r.tuning for r in race_rows if r.tuning and r.tuning.get("rule") == tuning_lib.GRID}
+    if not chosen and not tuning_rows:
+        return []
+    lines = [f"Tuning runs (best point: {tuning_lib.CHOICE_RULE}):", ""]
+    lines += ["| entry | grid point | final return per tuning seed | IQM |", "|---|---|---|---|"]
+    for (algo,), runs in group_by(tuning_rows, "algorithm").items():
+        best = (chosen.get(algo) or {}).get("chosen_index")
+        for (index,), point_runs in _by_point(runs):
+            point = "`" + json.dumps((point_runs[0].tuning or {}).get("point"), sort_keys=True) + "`"
+            finals = ", ".join(f"{r.seed}: {r.final_return:.1f}" for r in sorted(point_runs, key=lambda r: r.seed))
+            iqm = f"{stats.iqm([r.final_return for r in point_runs]):.1f}"
+            if index == best:
+                point, iqm = f"**{point}** (chosen)", f"**{iqm}**"
+            lines.append(f"| {algo} | {point} | {finals} | {iqm} |")
+    return lines + [""]
+
+
+def _by_point(runs: Sequence[RunRow]) -> list[tuple[tuple[int], list[RunRow]]]:
+    groups: dict[int, list[RunRow]] = {}
+    for r in runs:
+        groups.setdefault(int((r.tuning or {}).get("point_index", -1)), []).append(r)
+    return [((i,), groups[i]) for i in sorted(groups)]
+
+
+def mean_return_until(xs: Sequence[float], ys: Sequence[float], budget: float) -> float:
+    """The area under the step-held curve (each evaluation holds until the next) from 0 to ``budget``,
+    divided by ``budget``: the mean evaluation return over the budget. A curve that ends before the
+    budget holds its last value; the value before the first point is the first point's."""
+    area, n = 0.0, len(xs)
+    for i in range(n):
+        start = 0.0 if i == 0 else min(float(xs[i]), budget)
+        end = budget if i == n - 1 else min(float(xs[i + 1]), budget)
+        area += float(ys[i]) * max(end - start, 0.0)
+    return area / budget
+
+
+def fixed_budgets(rows: Sequence[RunRow]) -> tuple[float | None, float | None]:
+    """(env steps, wall s) the table's mean returns are taken over: the race's budgets, or where it
+    had none, the smallest any run reached (None where that is 0)."""
+    protocol = rows[0].protocol
+    steps = protocol.get("budget_env_steps") or min(r.curve.env_steps[-1] for r in rows)
+    wall = protocol.get("budget_s") or min(r.curve.wall_s[-1] for r in rows)
+    return (float(steps) or None), (float(wall) or None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,6 +488,8 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
     """The Markdown summary of every race (see the module docstring)."""
     if not rows:
         return "(no results yet: run a race with `rllib race`, then `rllib report`)\n"
+    tuning_rows = {key: runs for key, runs in group_by([r for r in rows if r.stage == TUNING], "race").items()}
+    rows = evaluation_rows(rows)
     lines = []
     for (benchmark, env), bench_rows in group_by(rows, "benchmark", "env").items():
         lines.append(f"### {benchmark}, {env}")
@@ -417,13 +517,20 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
             note = step_axis_note(race_rows)
             if note:
                 lines[-1] += f" Step axis **{note}**."
+            lines[-1] += f" Tuning: {tuning_words(race_rows)}."
             shared = {k: first.settings[k] for k in first.shared_keys if k in first.settings}
             lines += ["", f"Shared settings: `{json.dumps(shared, sort_keys=True)}`", ""]
             has_target = first.target is not None
             # Where the steps went: rows since 2026-11-27 log it; rows counted short before get an estimate.
             has_steps = any(r.breakdown_at_end() for r in race_rows) or note is not None
+            budget_steps, budget_wall = fixed_budgets(race_rows)
+            has_cpu = all(r.curve.cpu_s for r in race_rows)
             header = "| algorithm | seeds | final eval return, IQM [95% CI] | per-seed final (seed: return) "
-            header += "| env steps, wall s (, updates) at the end (IQM) |"
+            header += f"| env steps, wall s{', CPU s' if has_cpu else ''} (, updates) at the end (IQM) |"
+            for budget, unit in ((budget_steps, "steps"), (budget_wall, "s")):
+                if budget:
+                    shown = _fmt(budget, "steps") + " env steps" if unit == "steps" else f"{budget:g} s"
+                    header += f" mean return over the first {shown} (AUC ÷ budget), IQM [95% CI] |"
             if has_steps:
                 header += (
                     " env steps used / evaluation / wasted / pending at the end (IQM), or what the old count left out |"
@@ -439,9 +546,15 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                     f"{_fmt(stats.iqm([r.curve.env_steps[-1] for r in runs]), 'steps')}, "
                     f"{_fmt(stats.iqm([r.curve.wall_s[-1] for r in runs]))}"
                 )
+                if has_cpu:
+                    end += f", {_fmt(stats.iqm([r.curve.cpu_s[-1] for r in runs if r.curve.cpu_s]))} CPU s"
                 if all(r.extra.get("updates") for r in runs):  # the black-box family's update count u
                     end += f", {stats.iqm([r.extra['updates'][-1] for r in runs]):.0f} updates"
                 line = f"| {algo} | {len(runs)} | {_interval(finals)} | {per_seed} | {end} |"
+                for budget, field in ((budget_steps, "env_steps"), (budget_wall, "wall_s")):
+                    if budget:
+                        means = [mean_return_until(getattr(r.curve, field), r.curve.eval_return, budget) for r in runs]
+                        line += f" {_interval(means)} |"
                 if has_steps:
                     line += f" {recount_cell(runs)} |"
                 if has_target:
@@ -449,6 +562,7 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                 lines.append(line)
             lines.append("")
             lines += old_count_lines(race_rows)
+            lines += tuning_lines(race_rows, tuning_rows.get((race,), []))
             lines += improvement_table(race_rows)
             own = {(r.algorithm): {k: v for k, v in r.settings.items() if k not in r.shared_keys} for r in race_rows}
             lines.append("<details><summary>each algorithm's own settings, and the command</summary>")
@@ -474,13 +588,14 @@ def _curve_band(runs: Sequence[RunRow], x_field: str):
 
 def draw_figure(rows: Sequence[RunRow], path: str, title: str) -> None:
     """Two panels (eval return vs env steps, vs wall s) per race, one race a line of panels (curves
-    are compared within a race only, where the settings are equal): IQM over seeds, 95% CI bands."""
+    are compared within a race only, where the settings are equal): IQM over seeds, 95% CI bands;
+    evaluation rows only (tuning runs are not drawn)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    races = group_by(rows, "race")
+    races = group_by(evaluation_rows(rows), "race")
     fig, axes = plt.subplots(len(races), 2, figsize=(12, 4.5 * len(races)), sharey="row", squeeze=False)
     for line, ((race,), race_rows) in zip(axes, races.items(), strict=True):
         entries = entry_groups(race_rows)
@@ -528,7 +643,7 @@ def _slug(text: str) -> str:
 def write_figures(rows: Sequence[RunRow], figures_dir: str, relative_to: str) -> dict[tuple[str, str], str]:
     """One PNG per (benchmark, env); returns their paths relative to ``relative_to``."""
     out = {}
-    for (benchmark, env), group in group_by(rows, "benchmark", "env").items():
+    for (benchmark, env), group in group_by(evaluation_rows(rows), "benchmark", "env").items():
         path = os.path.join(figures_dir, f"{_slug(benchmark)}_{_slug(env)}.png")
         bad: list[str] = []
         machines: list[str] = []

@@ -34,10 +34,13 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-#: Schema of the rows written now: 2 adds ``step_count`` and ``env_steps_breakdown``.
-SCHEMA_VERSION = 2
+#: Schema of the rows written now: 2 adds ``step_count`` and ``env_steps_breakdown``; 3 adds
+#: ``stage``, ``tuning`` and ``curve.cpu_s``.
+SCHEMA_VERSION = 3
 #: Every schema this reader reads (rows of schema 1 are read as counted :data:`OLD_STEP_COUNT`).
-READABLE_SCHEMAS = (1, 2)
+READABLE_SCHEMAS = (1, 2, 3)
+#: ``stage`` of a row: a run on an evaluation seed (what the report compares), or a tuning run.
+EVALUATION, TUNING = "evaluation", "tuning"
 
 #: ``step_count`` of the rows written since 2026-11-27: ``curve.env_steps`` is every env step the
 #: algorithm simulated (perturbations, its own evaluations, warm-up, dropped and failed episodes).
@@ -112,11 +115,15 @@ class Curve:
         env_steps: Env steps sampled for training before the evaluation (non-decreasing).
         wall_s: Seconds spent in ``train()`` before the evaluation (evaluation time excluded).
         eval_return: Mean return of the evaluation episodes (deterministic actions).
+        cpu_s: CPU seconds (user + system) of the run's processes before the evaluation: the
+            driver's during ``train()`` (its learner threads included) plus its env runner and
+            learner actors' (schema 3; None in older rows).
     """
 
     env_steps: list[int]
     wall_s: list[float]
     eval_return: list[float]
+    cpu_s: list[float] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +157,9 @@ class RunRow:
             :data:`rllib_ext.common.steps.BREAKDOWN_KEYS` (used, evaluation, wasted, pending; they sum
             to ``curve.env_steps``); null where the ``train()`` result had none (before training, an
             algorithm that does not log it). None in rows of schema 1.
+        stage: :data:`EVALUATION` or :data:`TUNING` (a run of a tuning grid, on a tuning seed).
+        tuning: How the race set the entry's own settings: ``{"rule": "grid"|"matched"|"none", ...}``
+            (:mod:`rllib_ext.compare.tuning`); None in rows before schema 3 (not tuned).
     """
 
     benchmark: str
@@ -169,6 +179,8 @@ class RunRow:
     schema: int = SCHEMA_VERSION
     step_count: str = EVERY_SIMULATED_STEP
     env_steps_breakdown: dict[str, list[int | None]] | None = None
+    stage: str = EVALUATION
+    tuning: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """The row as one line of JSON."""
@@ -253,6 +265,17 @@ class RunRow:
         target = data.get("target")
         _check(target is None or _is_number(target), f"target must be a number or null, got {target!r}")
         breakdown = _breakdown(data.get("env_steps_breakdown"), len(curve.env_steps))
+        if schema < 3:
+            _check(
+                data.get("stage", EVALUATION) == EVALUATION and data.get("tuning") is None,
+                f"a schema {schema} row is an evaluation row without tuning",
+            )
+        _check(data.get("stage", EVALUATION) in (EVALUATION, TUNING), f"stage must be {EVALUATION} or {TUNING}")
+        tuning = data.get("tuning")
+        _check(
+            tuning is None or (isinstance(tuning, dict) and isinstance(tuning.get("rule"), str)),
+            "tuning must be null or an object with a rule",
+        )
         fields = dict(data, machine=Machine(**machine), curve=curve, env_steps_breakdown=breakdown)
         return cls(**fields)
 
@@ -283,10 +306,15 @@ def _is_number(x: Any) -> bool:
 
 def _curve(data: Any) -> Curve:
     _check(
-        isinstance(data, dict) and set(data) == {"env_steps", "wall_s", "eval_return"},
-        "curve must be {env_steps, wall_s, eval_return}",
+        isinstance(data, dict) and {"env_steps", "wall_s", "eval_return"} <= set(data) <= {*CURVE_KEYS, "cpu_s"},
+        "curve must be {env_steps, wall_s, eval_return[, cpu_s]}",
     )
-    lists = [data[k] for k in ("env_steps", "wall_s", "eval_return")]
+    cpu = data.get("cpu_s")
+    _check(
+        cpu is None or (isinstance(cpu, list) and len(cpu) == len(data["env_steps"]) and all(map(_is_number, cpu))),
+        "curve.cpu_s must be null or finite numbers, one per point",
+    )
+    lists = [data[k] for k in CURVE_KEYS]
     _check(all(isinstance(v, list) for v in lists), "curve values must be lists")
     n = len(lists[0])
     _check(n >= 1, "curve has no evaluation point")
@@ -298,7 +326,11 @@ def _curve(data: Any) -> Curve:
         env_steps=[int(v) for v in lists[0]],
         wall_s=[float(v) for v in lists[1]],
         eval_return=[float(v) for v in lists[2]],
+        cpu_s=None if cpu is None else [float(v) for v in cpu],
     )
+
+
+CURVE_KEYS = ("env_steps", "wall_s", "eval_return")
 
 
 def _breakdown(data: Any, n: int) -> dict[str, list[int | None]] | None:
@@ -399,6 +431,11 @@ def read_all(root: str) -> list[RunRow]:
     for path in find_result_files(root):
         rows += read_rows(path)
     return rows
+
+
+def evaluation_rows(rows: Iterable[RunRow]) -> list[RunRow]:
+    """The rows the report compares: every row but the tuning runs."""
+    return [r for r in rows if r.stage != TUNING]
 
 
 def group_by(rows: Iterable[RunRow], *keys: str) -> dict[tuple, list[RunRow]]:

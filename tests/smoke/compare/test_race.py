@@ -69,3 +69,35 @@ def test_labelled_variants_record_metrics_along_the_curve(ray_session, tmp_path)
         assert recorded["no/such/metric"] == [None] * n
     table = summary_table([adam, sgd], {})
     assert "| ES+Adam | 1 |" in table and "| ES+SGD | 1 |" in table
+
+
+def test_a_tiny_tuned_race_tunes_each_entry_then_races_the_best_points(ray_session, tmp_path):
+    # 2 entries x a grid of 2 on 1 tuning seed, then the best point of each on 2 evaluation seeds: 8 short runs
+    # of PPO sampling on the driver (no actor to start per run), one 64-step iteration each.
+    common = {
+        "model_config": {"fcnet_hiddens": [8]},
+        "num_env_runners": 0,
+        "train_batch_size_per_learner": 64,
+        "minibatch_size": 32,
+        "num_epochs": 1,
+        "min_time_s_per_iteration": 0,
+    }
+    argv = ["--algos", "PPO", "PPO+KL=PPO", "--env", "CartPole-v1", "--seeds", "0", "1"]
+    argv += ["--budget-env-steps", "64", "--eval-every-steps", "64", "--eval-episodes", "1"]
+    argv += ["--common", json.dumps(common), "--set", "PPO+KL:use_kl_loss=true", "--tune-seeds", "9"]
+    argv += ["--tune", "PPO:lr=[0.001, 0.0003]", "--tune", "PPO+KL:clip_param=[0.1, 0.3]"]
+    argv += ["--benchmark", "smoke", "--race", "tuned", "--results-dir", str(tmp_path)]
+    assert rllib_race(argv) == 0
+    rows = read_all(str(tmp_path))
+    tuning = [r for r in rows if r.stage == "tuning"]
+    evaluation = [r for r in rows if r.stage == "evaluation"]
+    assert len(tuning) == 4 and {r.seed for r in tuning} == {9}
+    assert len(evaluation) == 4 and {r.seed for r in evaluation} == {0, 1}
+    for r in evaluation:
+        assert r.tuning["rule"] == "grid" and r.tuning["grid_sizes"] == {"PPO": 2, "PPO+KL": 2}
+        key = "lr" if r.algorithm == "PPO" else "clip_param"
+        assert r.settings[key] == r.tuning["chosen"][key]
+        assert len(r.curve.cpu_s) == len(r.curve.env_steps) and r.curve.cpu_s[-1] > 0  # the driver's, here
+    table = summary_table(rows, {})
+    assert "equal tuning effort (grid of 2 per entry" in table and "(chosen)" in table
+    assert "| PPO | 2 |" in table and "| PPO+KL | 2 |" in table  # evaluation rows only

@@ -465,7 +465,7 @@ class FakeCounted(FakeAlgo):
 
 def test_a_row_records_the_step_rule_and_the_breakdown_along_its_curve(tmp_path):
     row = run_fake(tmp_path, FakeCounted)
-    assert row.step_count == EVERY_SIMULATED_STEP and row.schema == 2
+    assert row.step_count == EVERY_SIMULATED_STEP and row.schema == 3
     assert row.curve.env_steps == [0, 200, 300]
     assert row.env_steps_breakdown == {
         "env_steps_used_lifetime": [None, 180, 270],
@@ -509,3 +509,167 @@ def test_a_run_paused_before_issue_39_is_not_resumed(tmp_path):
         json.dump(state, f)
     with pytest.raises(race.RaceError, match="started before 2026-11-27.*delete it to start over"):
         race.run_one(fake_entry(FakeAlgo), 0, args, "r", log=lambda line: None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuning (issue 40): --tune grids on tuning seeds, --matched mappings, the rule in every row.
+# ---------------------------------------------------------------------------------------------
+def prepared_for(*extra, tmp_path, algos=("IMPACT_EXT", "APPO")):
+    argv = ["--algos", *algos, "--env", "CartPole-v1", "--budget-env-steps", "100", "--results-dir", str(tmp_path)]
+    spec, own = parse_args([*argv, "--common", json.dumps(COMMON), *extra])
+    return race.prepare(spec, own)
+
+
+TUNE2 = ["--tune", "IMPACT_EXT:lr=[0.001, 0.0005]", "--tune", "APPO:lr=[0.001, 0.0005]"]
+
+
+def test_eval_every_steps_defaults_to_2k_and_has_two_spellings():
+    spec, _ = parse_args(["--algos", "APPO", "--env", "CartPole-v1", "--budget-env-steps", "100"])
+    assert spec.eval_every_env_steps == race.DEFAULT_EVAL_EVERY_ENV_STEPS == 2000
+    spec, _ = parse_args([*BASE[:-2], "--eval-every-steps", "500"])
+    assert spec.eval_every_env_steps == 500
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([*TUNE2, "--matched", "APPO:IMPACT_EXT"], "--tune and --matched exclude each other"),
+        (["--tune-seeds", "7"], "go with --tune"),
+        (["--allow-unequal-tuning"], "go with --tune"),
+        ([*TUNE2, "--tune-seeds", "1", "9"], "disjoint from --seeds"),
+        (["--tune", "IMPACT_EXT:lr=[0.1, 0.2]"], "grids differ in size (IMPACT_EXT: 2, APPO: 1"),
+        (["--tune", "IMPACT_EXT:lr=0.1"], "non-empty JSON list"),
+        (["--matched", "APPO"], "TARGET:SOURCE"),
+        (["--matched", "APPO:APPO"], "TARGET:SOURCE"),
+        (["--matched", "APPO:IMPACT_EXT", "--matched", "APPO:IMPACT_EXT"], "matched once"),
+        ([*TUNE2, "--append"], "--append does not add to a tuned race"),
+    ],
+)
+def test_bad_tuning_options_are_usage_errors(argv, message, capsys):
+    base = ["--algos", "IMPACT_EXT", "APPO", "--env", "CartPole-v1", "--budget-env-steps", "100"]
+    with pytest.raises(SystemExit) as e:
+        parse_args([*base, "--common", json.dumps(COMMON), *argv])
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_grid_builds_every_point_before_any_run(tmp_path):
+    prepared = prepared_for(*TUNE2, "--tune", "APPO:vf_loss_coeff=[0.5]", "--tune-seeds", "7", tmp_path=tmp_path)
+    plan_ = prepared.tuning
+    assert plan_.rule == "grid" and plan_.seeds == [7] and plan_.sizes == {"IMPACT_EXT": 2, "APPO": 2}
+    assert [e.settings["lr"] for e in plan_.points["APPO"]] == [0.001, 0.0005]
+    assert all(e.settings["vf_loss_coeff"] == 0.5 for e in plan_.points["APPO"])
+    record = plan_.record("APPO", point=1)
+    assert record["point"] == {"lr": 0.0005, "vf_loss_coeff": 0.5} and record["point_index"] == 1
+    assert record["grid"] == {"lr": [0.001, 0.0005], "vf_loss_coeff": [0.5]} and record["not_equally_tuned"] == []
+    lines = prepared.plan_lines()
+    assert any("APPO: grid of 2" in line for line in lines) and any("seeds [7]" in line for line in lines)
+
+
+def test_unequal_grids_with_allow_name_the_entries_not_equally_tuned(tmp_path):
+    prepared = prepared_for("--tune", "IMPACT_EXT:lr=[0.1, 0.2]", "--allow-unequal-tuning", tmp_path=tmp_path)
+    assert prepared.tuning.not_equal == ["APPO"] and len(prepared.tuning.points["APPO"]) == 1
+    assert any("NOT equally tuned: APPO" in line for line in prepared.plan_lines())
+    assert prepared.tuning.record("APPO")["not_equally_tuned"] == ["APPO"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--tune", "IMPACT_EXT:rollout_fragment_length=[10, 20]"], "execution settings are held equal"),
+        (["--tune", 'IMPACT_EXT:model_config=[{}, {"fcnet_hiddens": [8]}]'], "overrides a --common setting"),
+        (["--tune", "IMPACT_EXT:lr=[0.1, 0.2]", "--set", "IMPACT_EXT:lr=0.1"], "both set it"),
+        (["--tune", "IMPACT_EXT:no_such_key=[1, 2]"], "IMPACT_EXT"),
+    ],
+)
+def test_bad_grid_keys_are_refused_before_any_run(extra, message, tmp_path):
+    with pytest.raises(race.RaceError, match=message):
+        prepared_for(*extra, "--allow-unequal-tuning", tmp_path=tmp_path)
+
+
+def test_matched_appo_and_ppo_get_impacts_settings_in_their_units(tmp_path):
+    prepared = prepared_for(
+        "--set",
+        "IMPACT_EXT:target_network_update_freq=16",
+        "--matched",
+        "APPO:IMPACT_EXT",
+        tmp_path=tmp_path,
+        algos=("IMPACT_EXT", "APPO"),
+    )
+    impact, appo = prepared.entries
+    assert appo.settings["target_network_update_freq"] == 16 / (4 * 2)
+    assert appo.settings["circular_buffer_num_batches"] == impact.config.circular_buffer_num_batches
+    assert appo.config.lr == impact.config.lr and appo.config.clip_param == impact.config.clip_param
+    record = prepared.tuning.record("APPO")
+    assert record["rule"] == "matched" and record["source"] == "IMPACT_EXT" and "§4.1.1" in record["paper"]
+    assert prepared.tuning.record("IMPACT_EXT") == {"rule": "matched", "pairs": {"APPO": "IMPACT_EXT"}}
+    ppo = prepared_for("--matched", "PPO:IMPACT_EXT", tmp_path=tmp_path, algos=("IMPACT_EXT", "PPO")).entries[1]
+    assert (ppo.config.train_batch_size_per_learner, ppo.config.minibatch_size, ppo.config.num_epochs) == (2000, 500, 2)
+
+
+def test_matched_settings_may_not_contradict_common_or_set(tmp_path):
+    with pytest.raises(race.RaceError, match="--set APPO:lr conflicts with --matched APPO:IMPACT_EXT"):
+        prepared_for("--set", "APPO:lr=0.5", "--matched", "APPO:IMPACT_EXT", tmp_path=tmp_path)
+    with pytest.raises(race.RaceError, match="no matched mapping"):
+        prepared_for("--matched", "IMPACT_EXT:APPO", tmp_path=tmp_path)
+
+
+def fake_tuned(tmp_path, monkeypatch, *extra):
+    """A tuned race of fake entries (no Ray): each point's evaluation return is 1000 × its lr."""
+    monkeypatch.setattr(race, "check_resources", lambda entries: None)
+    argv = ["--algos", "A=ES_EXT", "B=ES_EXT", "--env", "CartPole-v1", "--budget-env-steps", "300"]
+    argv += ["--eval-every-steps", "200", "--seeds", "0", "1", "--tune-seeds", "5", "6", "--race", "t"]
+    argv += ["--results-dir", str(tmp_path), "--tune", "A:lr=[0.01, 0.03]", "--tune", "B:lr=[0.02, 0.01]", *extra]
+    spec, _ = parse_args(argv)
+    grids = spec.grids
+
+    def entry(label, i):
+        lr = grids[label]["lr"][i]
+        settings = {"registered_algorithm": "ES_EXT", "lr": lr}
+        return race.Entry(label, "ES_EXT", FakeAlgo, FakeConfig(FakeAlgo), settings, lambda algo, k: [1000 * lr] * k)
+
+    points = {label: [entry(label, i) for i in range(2)] for label in ("A", "B")}
+    plan_ = race.TuningPlan("grid", grids, [5, 6], {"A": 2, "B": 2}, [], points)
+    out = os.path.join(str(tmp_path), "race", "t.jsonl")
+    return race.Prepared(spec, [points["A"][0], points["B"][0]], "t", out, set(), plan_)
+
+
+def test_a_tuned_race_runs_every_point_on_the_tuning_seeds_then_the_best_on_the_evaluation_seeds(tmp_path, monkeypatch):
+    from rllib_ext.compare.rows import read_rows
+
+    out = race.run(fake_tuned(tmp_path, monkeypatch), log=lambda line: None)
+    rows = read_rows(out)
+    tuning_rows = [r for r in rows if r.stage == "tuning"]
+    evaluation = [r for r in rows if r.stage == "evaluation"]
+    assert sorted((r.algorithm, r.seed, r.tuning["point_index"]) for r in tuning_rows) == [
+        (a, s, i) for a in "AB" for s in (5, 6) for i in (0, 1)
+    ]
+    assert {r.seed for r in evaluation} == {0, 1} and len(evaluation) == 4  # never a tuning seed
+    chosen = {r.algorithm: (r.settings["lr"], r.tuning["chosen"], r.tuning["chosen_index"]) for r in evaluation}
+    assert chosen == {"A": (0.03, {"lr": 0.03}, 1), "B": (0.02, {"lr": 0.02}, 0)}
+    a0 = next(r for r in evaluation if r.algorithm == "A")
+    assert a0.tuning["scores"] == [[10.0, 10.0], [30.0, 30.0]] and a0.tuning["seeds"] == [5, 6]
+    assert a0.tuning["grid"] == {"lr": [0.01, 0.03]} and a0.tuning["rule"] == "grid"
+    assert all(r.curve.cpu_s is not None and len(r.curve.cpu_s) == len(r.curve.env_steps) for r in rows)
+
+
+def test_a_tuned_race_resumes_where_it_stopped(tmp_path, monkeypatch):
+    from rllib_ext.compare.rows import read_rows
+
+    prepared = fake_tuned(tmp_path, monkeypatch, "--stop-after-s", "0.001")
+    prepared.spec.stop_after_s = 1e-9
+    with pytest.raises(race.RunPaused):
+        race.run(prepared, log=lambda line: None)
+    with pytest.raises(race.RaceError, match="not run every grid point"):
+        race.chosen_points(prepared)
+    for _ in range(40):  # each invocation trains at least one iteration
+        if os.path.exists(prepared.out):
+            prepared.done = race.check_append(prepared.out, prepared.entries, prepared.spec, True, prepared.tuning)
+        try:
+            race.run(prepared, log=lambda line: None)
+            break
+        except race.RunPaused:
+            continue
+    rows = read_rows(prepared.out)
+    assert len(rows) == 8 + 4 and len({race.run_key(r) for r in rows}) == 12
+    assert not os.path.exists(prepared.paused_root)

@@ -281,3 +281,89 @@ def test_rows_counted_before_and_since_issue_39_are_never_pooled():
     # Old rows of algorithms that counted every step then as now join new ones.
     rlib = [old(r, "IMPACT_EXT") if r.seed < 2 else r for r in race_rows()]
     assert report.differing_keys(rlib) == [] and report.step_axis_note(rlib) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuning (issue 40): the report's words, tuning rows apart, mean return over fixed budgets, CPU s.
+# ---------------------------------------------------------------------------------------------
+def grid_record(sizes, chosen=None, point=None, seeds=(1000, 1001)):
+    unequal = [a for a, k in sizes.items() if k < max(sizes.values())]
+    lrs = [0.1, 0.2, 0.3, 0.4]
+    record = {"rule": "grid", "grid": {"lr": lrs[:2]}, "grid_sizes": sizes, "seeds": list(seeds)}
+    record["not_equally_tuned"] = unequal
+    if chosen is not None:
+        record.update(chosen={"lr": lrs[chosen]}, chosen_index=chosen)
+    if point is not None:
+        record.update(point={"lr": lrs[point]}, point_index=point)
+    return record
+
+
+def tuned_rows(sizes):
+    rows = [
+        dataclasses.replace(r, tuning=grid_record(sizes, chosen=1 if sizes.get(r.algorithm, 1) > 1 else None))
+        for r in race_rows()
+    ]
+    tuning = [
+        row(a, seed, finals=(0.0, 1.0, 1000.0 * (i + 1)), stage="tuning", tuning=grid_record(sizes, point=i))
+        for a in sizes
+        if sizes[a] > 1
+        for seed in (1000, 1001)
+        for i in range(sizes[a])
+    ]
+    return rows, tuning
+
+
+def test_equal_tuning_effort_is_said_and_tuning_rows_stay_apart():
+    rows, tuning = tuned_rows({"A": 2, "B": 2})
+    table = report.summary_table(rows + tuning, {})
+    assert "Tuning: equal tuning effort (grid of 2 per entry, on tuning seeds [1000, 1001]" in table
+    line_a = next(line for line in table.splitlines() if line.startswith("| A | 5 |"))
+    assert "| 5 | 102.0 [" in line_a  # the evaluation rows alone: the tuning finals (1000, 2000) are not pooled
+    assert '| A | `{"lr": 0.1}` | 1000: 1000.0, 1001: 1000.0 | 1000.0 |' in table
+    assert '| A | **`{"lr": 0.2}`** (chosen) | 1000: 2000.0, 1001: 2000.0 | **2000.0** |' in table
+    assert "P(row > column)" in table and "1.00 [1.00, 1.00]" in table  # A over B, from evaluation rows
+    assert report.differing_keys(rows) == []
+
+
+def test_unequal_tuning_names_the_entries_and_untuned_races_say_so():
+    rows, tuning = tuned_rows({"A": 2, "B": 1})
+    table = report.summary_table(rows + tuning, {})
+    assert "**unequal tuning effort**: not equally tuned: B (not tuned), against a grid of 2" in table
+    rows3, _ = tuned_rows({"A": 4, "B": 2})
+    assert "not equally tuned: B (grid of 2), against a grid of 4" in report.tuning_words(rows3)
+    assert "Tuning: not tuned: rivals' own defaults." in report.summary_table(race_rows(), {})
+    mixed = race_rows()[:5] + [dataclasses.replace(r, tuning={"rule": "grid"}) for r in race_rows()[5:]]
+    assert "tuning rule" in report.differing_keys(mixed)
+
+
+def test_matched_races_name_the_mapping_and_the_untuned_rivals():
+    rules = {"A": {"rule": "matched", "pairs": {"B": "A"}}}
+    rules["B"] = {**rules["A"], "source": "A", "paper": "paper 004 §3.2, §4.1.1", "values": {"lr": 0.1}}
+    rules["C"] = rules["A"]
+    rows = [dataclasses.replace(r, tuning=rules[r.algorithm]) for r in race_rows()]
+    rows += [row("C", s, tuning=rules["C"]) for s in range(5)]
+    words = report.tuning_words(rows)
+    assert words == (
+        "matched settings: B given A's in its own units (paper 004 §3.2, §4.1.1); not tuned: C (own defaults)"
+    )
+
+
+def test_mean_return_over_a_budget_is_the_step_held_area_divided_by_the_budget():
+    xs, ys = [0, 1000, 2000], [0.0, 50.0, 100.0]
+    assert report.mean_return_until(xs, ys, 2000) == 25.0  # 0 over [0, 1k), 50 over [1k, 2k)
+    assert report.mean_return_until(xs, ys, 1500) == 50.0 * 500 / 1500
+    assert report.mean_return_until(xs, ys, 4000) == (50.0 * 1000 + 100.0 * 2000) / 4000  # the last value held
+    assert report.mean_return_until([0], [7.0], 10) == 7.0
+
+
+def test_the_table_gives_mean_returns_at_fixed_budgets_and_cpu_beside_wall_seconds():
+    rows = [
+        dataclasses.replace(r, curve=dataclasses.replace(r.curve, cpu_s=[0.0, 1.5, 3.0 + r.seed])) for r in race_rows()
+    ]
+    table = report.summary_table(rows, {})
+    assert "env steps, wall s, CPU s (, updates) at the end (IQM)" in table
+    assert "mean return over the first 2.0k env steps (AUC ÷ budget)" in table
+    assert "mean return over the first 2 s (AUC ÷ budget)" in table  # no wall budget: the shortest run's wall
+    line_a = next(line for line in table.splitlines() if line.startswith("| A |"))
+    assert "2.0k, 4.0, 5.0 CPU s |" in line_a and "| 25.0 [" in line_a
+    assert "CPU s" not in report.summary_table(race_rows(), {})  # rows without CPU time

@@ -123,7 +123,7 @@ def old_row_dict(**changes) -> dict:
 
 def test_a_new_row_says_how_its_steps_were_counted_and_keeps_the_breakdown(tmp_path):
     row = make_row(env_steps_breakdown=BREAKDOWN)
-    assert (row.schema, row.step_count) == (2, rows_lib.EVERY_SIMULATED_STEP)
+    assert (row.schema, row.step_count) == (rows_lib.SCHEMA_VERSION, rows_lib.EVERY_SIMULATED_STEP)
     path = str(tmp_path / "r.jsonl")
     rows_lib.append_row(path, row)
     assert rows_lib.read_rows(path) == [row]
