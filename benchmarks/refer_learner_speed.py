@@ -16,12 +16,18 @@ write-back (Eq. 8 for V-RACER), n_far/N, β, and the per-call metrics reduce.
 Each (algorithm, T) is measured ``--repeats`` times, interleaved; every measurement is one JSON line
 in ``--out`` (default ``benchmarks/results/measurements/refer_learner_speed/<date>.jsonl``):
 ``{"benchmark", "algorithm", "episode_len", "batch_size", "code", "repeat", "ms_per_step",
-"steps_per_s", "steps_timed", "memory_steps", "gamma", "torch_threads", "note", "machine", "date"}``;
-``code`` labels the code measured (``--code``, default the short git commit).
+"steps_per_s", "cpu_ms_per_step", "cpu_steps_per_s", "compile_update", "steps_timed", "memory_steps", "gamma",
+"torch_threads", "note", "machine", "date"}``; ``code`` labels the code measured (``--code``, default the short
+git commit). ``ms_per_step`` is wall time, ``cpu_ms_per_step`` the process's CPU time (``time.process_time``,
+one torch thread): on a shared machine the CPU seconds are the steadier figure (issue 42: wall repeats of one
+build ranged 3.5-6.8 ms). The summary prints the median and the [min, max] spread over the repeats.
+``--compile-update on|off`` sets the ReF-ER ``compile_update`` setting (omitted: the default; code before
+issue 42 has no such setting).
 ``--profile`` also prints the cProfile split of one (algorithm, T) by phase.
 
     python -m benchmarks.refer_learner_speed                          # all three, T = 200 and 1000
     python -m benchmarks.refer_learner_speed --algos VRACER_EXT --lens 1000 --steps-timed 300 --profile
+    python -m benchmarks.refer_learner_speed --repeats 3 --compile-update off   # the eager path
 """
 
 from __future__ import annotations
@@ -73,7 +79,7 @@ def pendulum_episode(T: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {"obs": obs, "rewards": -(wrapped**2 + 0.1 * theta_dot[:T] ** 2)}
 
 
-def build_learner(algo: str, T: int, memory_steps: int, batch_size: int, seed: int = 0):
+def build_learner(algo: str, T: int, memory_steps: int, batch_size: int, seed: int = 0, compile_update=None):
     """A learner with ``memory_steps`` synthetic env steps (episodes of T steps, truncated) stored and trained from."""
     from ray.rllib.core import DEFAULT_MODULE_ID
 
@@ -89,6 +95,7 @@ def build_learner(algo: str, T: int, memory_steps: int, batch_size: int, seed: i
         replay_capacity=memory_steps + T,
         train_batch_size_per_learner=batch_size,
         torch_num_threads=1,
+        **({} if compile_update is None else {"compile_update": compile_update}),
     ).debugging(seed=seed)
     learner = config.build_learner(spaces=spaces)
     module = learner.module[DEFAULT_MODULE_ID]
@@ -118,11 +125,11 @@ def run_steps(learner, n: int, per_call: int) -> None:
         done += k
 
 
-def measure(learner, steps: int, per_call: int) -> float:
-    """Seconds per gradient step over ``steps`` steps."""
-    t0 = time.perf_counter()
+def measure(learner, steps: int, per_call: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) per gradient step over ``steps`` steps."""
+    t0, c0 = time.perf_counter(), time.process_time()
     run_steps(learner, steps, per_call)
-    return (time.perf_counter() - t0) / steps
+    return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
 
 def profile_split(learner, steps: int, per_call: int) -> None:
@@ -154,7 +161,8 @@ def main(argv=None) -> int:
     p.add_argument("--warmup", type=int, default=50)
     p.add_argument("--steps-timed", type=int, default=500)
     p.add_argument("--per-call", type=int, default=200, help="gradient steps per train_on_episodes call")
-    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--compile-update", choices=("on", "off"), default=None, help="the compile_update setting")
     p.add_argument("--profile", action="store_true", help="also print the cProfile split of each (algorithm, T)")
     p.add_argument("--code", default=None, help="label of the code measured (default: the short git commit)")
     p.add_argument("--note", default="", help="free text stored in the rows (e.g. 'machine loaded')")
@@ -168,14 +176,19 @@ def main(argv=None) -> int:
     machine = Machine.this()
     algos = args.algos.split(",")
     lens = [int(x) for x in args.lens.split(",")]
-    learners = {(a, T): build_learner(a, T, args.steps, args.batch_size) for a in algos for T in lens}
+    compile_update = None if args.compile_update is None else args.compile_update == "on"
+    learners = {
+        (a, T): build_learner(a, T, args.steps, args.batch_size, compile_update=compile_update)
+        for a in algos
+        for T in lens
+    }
     for learner in learners.values():
         run_steps(learner, args.warmup, args.per_call)
-    measured: dict[tuple, list[float]] = {}
+    measured: dict[tuple, list[tuple[float, float]]] = {}
     for repeat in range(args.repeats):  # interleaved
         for (algo, T), learner in learners.items():
-            s = measure(learner, args.steps_timed, args.per_call)
-            measured.setdefault((algo, T), []).append(s)
+            s, cpu = measure(learner, args.steps_timed, args.per_call)
+            measured.setdefault((algo, T), []).append((s, cpu))
             row = {
                 "benchmark": "refer_learner_speed",
                 "algorithm": algo,
@@ -185,6 +198,9 @@ def main(argv=None) -> int:
                 "repeat": repeat,
                 "ms_per_step": 1e3 * s,
                 "steps_per_s": 1.0 / s,
+                "cpu_ms_per_step": 1e3 * cpu,
+                "cpu_steps_per_s": 1.0 / cpu,
+                "compile_update": getattr(learner.config, "compile_update", None),
                 "steps_timed": args.steps_timed,
                 "memory_steps": len(learner.memory),
                 "gamma": learner.config.gamma,
@@ -195,10 +211,14 @@ def main(argv=None) -> int:
             }
             if not args.no_rows:
                 append_measurement(out, row)
-    print(f"\n{'algorithm':<12} {'T':>5} {'ms/step':>8} {'steps/s':>8}  (median of {args.repeats}, code {code})")
+    print(f"\nmedian [min, max] of {args.repeats} repeats, code {code}, compile_update {compile_update}")
+    print(f"{'algorithm':<12} {'T':>5} {'CPU ms/step':>24} {'CPU steps/s':>12} {'wall ms/step':>24} {'steps/s':>8}")
     for (algo, T), values in measured.items():
-        s = statistics.median(values)
-        print(f"{algo:<12} {T:>5} {1e3 * s:>8.2f} {1 / s:>8.0f}")
+        walls, cpus = [1e3 * v[0] for v in values], [1e3 * v[1] for v in values]
+        cpu, wall = statistics.median(cpus), statistics.median(walls)
+        cpu_s = f"{cpu:.2f} [{min(cpus):.2f}, {max(cpus):.2f}]"
+        wall_s = f"{wall:.2f} [{min(walls):.2f}, {max(walls):.2f}]"
+        print(f"{algo:<12} {T:>5} {cpu_s:>24} {1e3 / cpu:>12.0f} {wall_s:>24} {1e3 / wall:>8.0f}")
     if args.profile:
         for (algo, T), learner in learners.items():
             print(f"\n{algo} T = {T}")

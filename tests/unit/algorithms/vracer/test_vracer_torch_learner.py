@@ -77,3 +77,35 @@ def test_one_step_moves_log_pi_with_the_sign_of_the_advantage(sign):
     learner._named_optimizers[f"{DEFAULT_MODULE_ID}_default_optimizer"].step()
     change = log_pi() - before
     assert sign * change > 1e-4
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.37])
+def test_gradients_with_sigma_mu_unlike_sigma_pi_and_far_rows_match_the_closed_forms(beta):
+    """Issue 42: σ_μ = 1.3 σ_π, rows 0 and 1 far-policy (Rule 1 zeroes their off-PG and value terms).
+    With z = (a − m)/σ_π, log ρ = log π − log μ, ∂ log π/∂ log σ_i = z_i² − 1 and
+    ∂D_KL(μ‖π)/∂ log σ_i = 1 − (σ_μ,i² + (m_μ,i − m_i)²)/σ_i² (Eq. 11):
+    ∂L/∂V_k = β·near_k·(V_k − V̂^tbc_k)/B; ∂L/∂m = β·mean[near·(−Aρ(a − m)/σ²)] + (1−β)·mean[(m − m_μ)/σ²];
+    ∂L/∂ log σ_i = β·mean[near·(−Aρ(z_i² − 1))] + (1−β)·mean[1 − (σ_μ,i² + (m_μ,i − m_i)²)/σ_i²],
+    reaching σ's parameter w through σ = softplus(w) (∂ log σ/∂w = sigmoid(w)/σ)."""
+    learner, module, base, (v, mean, std) = _setup()
+    far = (0, 1)
+    batch = loss_batch(base["obs"], mean, std, far=far)
+    sigma_mu = 1.3 * std
+    mu_mean = batch["mu"][:, :D_A]
+    batch["mu"] = torch.cat([mu_mean, torch.log(sigma_mu)], -1)
+    rho = torch.exp(diag_gaussian_log_rho(batch["actions"], mean, std, mu_mean, sigma_mu))
+    near = ((rho > 1 / learner.refer.c_max) & (rho < learner.refer.c_max)).float()
+    assert near[list(far)].sum() == 0 and near[2:].sum() == 6  # far and near rows both present
+    A = batch["q_ret"] - v
+    _, g = refer_loss_gradients(learner, batch, beta=beta)
+    bias = g["net.4.bias"]
+    torch.testing.assert_close(bias[0], beta * (near * (v - batch["v_tbc"])).mean(), rtol=1e-4, atol=1e-6)
+    dm = beta * (near[:, None] * -(A * rho)[:, None] * (batch["actions"] - mean) / std**2).mean(0)
+    dm += (1 - beta) * ((mean - mu_mean) / std**2).mean(0)
+    torch.testing.assert_close(bias[1:], dm, rtol=1e-4, atol=1e-6)
+    z2 = ((batch["actions"] - mean) / std) ** 2
+    d_log_sigma = beta * (near[:, None] * -(A * rho)[:, None] * (z2 - 1)).mean(0)
+    d_log_sigma += (1 - beta) * (1 - (sigma_mu**2 + (mu_mean - mean) ** 2) / std**2).mean(0)
+    w = module.sigma_param.detach()
+    expected = d_log_sigma * torch.sigmoid(w) / torch.nn.functional.softplus(w)
+    torch.testing.assert_close(g["sigma_param"], expected, rtol=1e-4, atol=1e-6)

@@ -247,3 +247,21 @@ def test_a_restored_memory_samples_and_updates_as_the_original(mode):
     c = ReplayMemory(capacity=200, gamma=0.9, mode=mode)
     c.set_state(state)
     assert c.tail == state["tail"] < a.tail
+
+
+def test_state_stats_floor_sigma_of_a_dimension_constant_during_warm_up():
+    """Issue 42: a dimension constant over the first N_start steps (σ_s = 0) is not scaled by 1/ε ≈ 1e7
+    later: σ_s is floored at STD_FLOOR times the data's scale; varying dimensions keep their σ_s."""
+    from rllib_ext.common.refer.memory import STD_FLOOR, ReplayMemory
+
+    rng = np.random.default_rng(0)
+    m = ReplayMemory(capacity=1000)
+    obs = np.c_[rng.normal(0, 2.0, 101), np.zeros(101), np.full(101, 5.0)]  # varying, constant 0, constant 5
+    m.add_episode(obs, np.zeros((100, 1)), np.zeros(100), np.zeros((100, 2)), True)
+    mean, std = m.state_stats()
+    raw = obs[:100].astype(np.float32).astype(np.float64).std(0)  # stored as float32
+    assert std[0] == raw[0]
+    typical = raw.mean()
+    assert std[1] == pytest.approx(STD_FLOOR * typical)  # RMS 0: the mean σ_s over dimensions
+    assert std[2] == pytest.approx(STD_FLOOR * 5.0)  # its own scale, RMS 5
+    assert 1.0 / (std[1] + 1e-7) < 1e3  # a later unit move is scaled by < 1e3, not ~1e7
