@@ -32,6 +32,7 @@ SMALL_SETTINGS: dict[str, Any] = {
     "steps_per_update": 4.0,
     "train_batch_size_per_learner": 32,
     "initial_steps": 50,
+    "compile_update": False,  # ReF-ER's compiled step costs seconds to compile; tested in tests/unit/common/refer
     # IMPACT
     "circular_buffer_num_batches": 2,
     "circular_buffer_iterations_per_batch": 1,
