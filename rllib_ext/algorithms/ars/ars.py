@@ -191,5 +191,5 @@ class ARS(ES):
         returns = self.row_returns(rows)
         if cfg.return_shaping != "none":  # not ARS: shape all 2N returns, then select and scale
             returns = shape_returns(returns, cfg.return_shaping)
-        eps = self.sampler.sample(seed, len(rows))
+        eps = self.perturbations(rows)
         return ars_gradient(returns, eps, cfg.top_b)  # Algorithm 2, steps 6–7

@@ -206,7 +206,7 @@ class CVES(ES):
         cfg = self.config
         if not cfg.control_variate:
             return super().estimate_gradient(seed, rows)
-        eps = self.sampler.sample(seed, len(rows))
+        eps = self.perturbations(rows)
         x, y, scale = cv.cv_terms(
             self.row_returns(rows),
             np.array([r.return_gamma for r in rows]),

@@ -127,7 +127,7 @@ class DFD(BlackBoxAlgorithm):
         rewards = np.array([r.ret for r in batch])
         versions = np.array([r.version for r in batch])
         delays = u - versions
-        sigma_eps = np.stack([self.sampler.perturbation(r.job.seed, r.job.n, r.job.index) for r in batch])
+        sigma_eps = self.perturbations(batch)  # each row by its job's path: noise-table slice or seeded
         sigma_eps *= np.float32(cfg.noise_stdev)
         g, info = dfd_gradient(rewards, sigma_eps, delays, self.history, u, versions)
         current = delays == 0

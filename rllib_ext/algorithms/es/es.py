@@ -151,5 +151,5 @@ class ES(BlackBoxAlgorithm):
         """
         cfg = self.config
         returns = self.row_returns(rows)
-        eps = self.sampler.sample(seed, len(rows))
+        eps = self.perturbations(rows)  # noise-table slices or regenerated rows (seeded path)
         return es_gradient(shape_returns(returns, cfg.return_shaping), eps, float(cfg.noise_stdev)), {}  # Eq. (8)

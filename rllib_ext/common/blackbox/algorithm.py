@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import ray
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
@@ -22,6 +24,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from rllib_ext.common.blackbox.env_runner import EVALUATION_STREAM, PERTURBATION_STREAM
+from rllib_ext.common.blackbox.noise_table import NoiseTable, make_noise
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, Payload, PerturbationJob
 from rllib_ext.common.guards import FiniteParametersGuard
@@ -50,6 +53,10 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     subclass books what its update used (``used``) and what it threw away (``wasted``).
     """
 
+    #: The shared noise table (``noise_table``), None on the seeded path; its object-store reference.
+    noise: NoiseTable | None = None
+    _noise_ref: Any = None
+
     @override(Algorithm)
     def setup(self, config):
         from rllib_ext.common.blackbox.pool import AsyncJobPool
@@ -77,6 +84,10 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.eval_return_ema: float | None = None  # R̄, DSGD's reward (observe_evaluations)
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.sampler = self.config.make_sampler(self.theta.size)
+        if self.config.uses_noise_table:
+            cfg = self.config
+            self._noise_ref = ray.put(make_noise(cfg.noise_table_size, cfg.noise_table_seed, cfg.noise_table_dtype))
+            self.noise = NoiseTable(ray.get(self._noise_ref), self.theta.size, antithetic=self.sampler.antithetic)
         self.setup_state()
         self.publish()  # once, with everything the payload needs
 
@@ -100,6 +111,8 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     def publish(self) -> None:
         """Makes the payload of update u the one of every call submitted from now on."""
         payload = self.make_payload()
+        if self._noise_ref is not None:  # the table's reference travels with every payload (once per update)
+            payload = dataclasses.replace(payload, noise=self._noise_ref)
         self.pool.publish(self.update_index, payload)
         if self.env_runner is not None:  # the local runner: `rllib evaluate`, restarts sync from it
             self.env_runner.adopt(self.update_index, payload)
@@ -120,16 +133,52 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         indices = list(range(n) if indices is None else indices)
         size = self.call_size(n)
         ids, episodes, env_seed = [], int(self.config.episodes_per_job), self.job_env_seed(seed)
+        offsets: list[int | None] = [None] * len(indices)
+        if self.noise is not None:
+            offsets = [int(o) for o in self.noise.offsets(seed, indices)]
         for start in range(0, len(indices), size):
             jobs = [
                 PerturbationJob(
-                    id=self.pool.new_job_id(), seed=seed, n=n, index=int(index), episodes=episodes, env_seed=env_seed
+                    id=self.pool.new_job_id(),
+                    seed=seed,
+                    n=n,
+                    index=int(index),
+                    episodes=episodes,
+                    env_seed=env_seed,
+                    noise_offset=offset,
                 )
-                for index in indices[start : start + size]
+                for index, offset in zip(indices[start : start + size], offsets[start : start + size], strict=True)
             ]
             self.pool.submit(jobs)
             ids += [j.id for j in jobs]
         return ids
+
+    def perturbations(self, rows: list[EpisodeResult]) -> np.ndarray:
+        """ε of each perturbation result, float32 [len(rows), d], in row order, each by its job's path.
+
+        Rows read from the noise table (a job with ``noise_offset``) are gathered in one indexed copy;
+        a row without one (the seeded path; results of checkpoints written before the table) is
+        regenerated from (seed, n, index), a whole batch at once where the rows are rows 0..n-1 of one
+        batch (``sampler.sample``).
+        """
+        jobs = [r.job for r in rows]
+        if not all(isinstance(j, PerturbationJob) for j in jobs):
+            raise TypeError("perturbations(): every row must be a PerturbationJob's result")
+        pjobs = [j for j in jobs if isinstance(j, PerturbationJob)]
+        if self.noise is not None and pjobs and all(j.noise_offset is not None for j in pjobs):
+            return self.noise.rows(np.array([j.noise_offset for j in pjobs]), [j.index for j in pjobs])
+        if pjobs and all(j.noise_offset is None and j.seed == pjobs[0].seed and j.n == len(pjobs) for j in pjobs):
+            if [j.index for j in pjobs] == list(range(len(pjobs))):
+                return self.sampler.sample(pjobs[0].seed, len(pjobs))
+        out = np.empty((len(pjobs), self.theta.size), dtype=np.float32)
+        for i, j in enumerate(pjobs):
+            if j.noise_offset is not None:
+                if self.noise is None:
+                    raise RuntimeError(f"job {j.id} reads the noise table, which this run does not hold")
+                out[i] = self.noise.row(j.noise_offset, j.index)
+            else:
+                out[i] = self.sampler.perturbation(j.seed, j.n, j.index)
+        return out
 
     def submit_unperturbed(self, episodes: int) -> list[int]:
         """Queues ``episodes`` one-episode evaluations of θ_u (one job each); returns their ids."""

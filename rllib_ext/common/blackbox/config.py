@@ -12,6 +12,7 @@ from rllib_ext.common.blackbox import samplers as samplers_lib
 from rllib_ext.common.blackbox import shaping as shaping_lib
 from rllib_ext.common.blackbox.env_runner import BlackBoxEnvRunner
 from rllib_ext.common.blackbox.learner import BlackBoxLearner
+from rllib_ext.common.blackbox.noise_table import TABLE_SAMPLERS
 from rllib_ext.common.blackbox.rl_module import BlackBoxRLModule
 from rllib_ext.common.policies import check_policy_spec
 from rllib_ext.common.validation import (
@@ -75,6 +76,9 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
     - ``sampler``: ``gaussian`` | ``antithetic`` | ``orthogonal`` | ``gcmc`` | ``qmc``;
       ``sampler_antithetic`` (None: the sampler's default) pairs the directions of
       ``gaussian``/``orthogonal``/``qmc`` antithetically too.
+    - ``noise_table`` (``"auto"``): ε_i as a slice of one shared block of Gaussian noise (OpenAI ES;
+      :mod:`rllib_ext.common.blackbox.noise_table`) for the ``gaussian``/``antithetic`` samplers, the
+      seeded generator for the others; ``noise_table_size``, ``noise_table_seed``, ``noise_table_dtype``.
     - ``return_shaping``: ``centered_rank`` | ``standardize`` | ``none``.
     - ``optimizer``: ``adam`` | ``sgd`` | ``msgd`` | ``dsgd`` (``rllib_ext.optim``), with ``lr``
       (η, η0 for DSGD) and ``optimizer_kwargs``; ``l2_coeff`` adds −l2·θ to the ascent direction.
@@ -117,6 +121,16 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
             "antithetic", str, doc="`gaussian`, `antithetic`, `orthogonal`, `gcmc`, `qmc` (paper 002 §4)"
         ),
         "sampler_antithetic": Setting(None, bool, also=(None,), doc="None: the sampler's default"),
+        "noise_table": Setting(
+            "auto",
+            bool,
+            also=("auto",),
+            source="OpenAI ES (Salimans et al. 2017)",
+            doc="ε as slices of one shared block of noise; `auto`: for `gaussian`/`antithetic`, else seeded",
+        ),
+        "noise_table_size": Setting(2**24, int, ge=1, shown="2^24", doc="numbers in the noise table (≥ θ's size)"),
+        "noise_table_seed": Setting(0, int, ge=0, doc="seed of the noise table's draw"),
+        "noise_table_dtype": Setting("float32", str, choices=("float32", "float16"), doc="dtype of the noise table"),
         "return_shaping": Setting("centered_rank", str, doc="`centered_rank`, `standardize`, `none`"),
         "optimizer": Setting("adam", str, doc="`adam`, `sgd`, `msgd`, `dsgd` (`rllib_ext.optim`)"),
         "optimizer_kwargs": Setting({}, dict, doc="passed to the optimizer"),
@@ -181,6 +195,12 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
                 check()
             except ValueError as e:
                 self._value_error(f"{kind}: {e}")
+        if self.noise_table is True and not self.sampler_has_table:
+            self._value_error(
+                f"noise_table=True: the shared noise table stands for i.i.d. Gaussian rows (samplers "
+                f"{', '.join(TABLE_SAMPLERS)}), not for sampler {self.sampler!r}, whose directions are coupled "
+                "within a batch: set noise_table='auto' or False (the seeded path)"
+            )
         sampler_cls = samplers_lib.get_sampler(self.sampler)
         antithetic = sampler_cls.default_antithetic if self.sampler_antithetic is None else self.sampler_antithetic
         if self.sampler_antithetic is False and sampler_cls.default_antithetic:
@@ -229,6 +249,19 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
                 check_policy_spec(spaces[1], self.policy_head, self.policy_activation)
             except ValueError as e:
                 self._value_error(f"{self.env!r}: {e}")
+
+    @property
+    def sampler_has_table(self) -> bool:
+        """Whether ``sampler`` has a shared-noise-table form (i.i.d. Gaussian rows)."""
+        return str(self.sampler).lower() in TABLE_SAMPLERS
+
+    @property
+    def uses_noise_table(self) -> bool:
+        """Whether perturbations are slices of the shared noise table (``noise_table``; "auto": where
+        the sampler has a table form). False where the algorithm reads no sampler (ERL)."""
+        if "sampler" in self.unused_settings:
+            return False
+        return self.noise_table is True or (self.noise_table == "auto" and self.sampler_has_table)
 
     def make_sampler(self, dim: int) -> samplers_lib.PerturbationSampler:
         """The perturbation sampler (the same on the driver and on every runner)."""

@@ -28,6 +28,7 @@ from ray.rllib.utils.metrics import (
 
 from rllib_ext.common.blackbox import samplers as samplers_lib
 from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
+from rllib_ext.common.blackbox.noise_table import NoiseTable
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.blackbox.protocol import (
     Call,
@@ -110,6 +111,8 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self._theta = self.module.get_flat()
         self._theta_digest = -1
         self._samplers: dict[int, samplers_lib.PerturbationSampler] = {}
+        self._noise: np.ndarray | None = None  # the shared noise table (read-only, Ray's object store)
+        self._noise_tables: dict[int, NoiseTable] = {}
         self._rng = np.random.default_rng(int(self._seed or 0) + 7919 * self.worker_index)
         self._done_returns: list[float] = []
         self._done_lengths: list[int] = []
@@ -241,6 +244,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self._theta_digest = theta_digest(self._theta)
         if payload.filter_state is not None:
             self.obs_filter.set_state(payload.filter_state)
+        if payload.noise is not None and self._noise is None:  # one table per run: mapped once
+            noise = payload.noise
+            self._noise = noise if isinstance(noise, np.ndarray) else get_within(noise, "the shared noise table")
         self.version = version
 
     def set_params(self, theta: np.ndarray) -> None:
@@ -266,9 +272,22 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             self._samplers[dim] = self.config.make_sampler(dim)
         return self._samplers[dim]
 
-    def perturbed_theta(self, seed: int, n: int, index: int) -> np.ndarray:
-        """θ_u + σ·ε_index of batch ``seed`` (ε regenerated from the sampler, never shipped)."""
-        eps = self._sampler(self._theta.size).perturbation(seed, n, index)
+    def _noise_table(self, dim: int) -> NoiseTable:
+        if self._noise is None:
+            raise RuntimeError("a job reads the shared noise table, but no payload brought its reference")
+        if dim not in self._noise_tables:
+            antithetic = self._sampler(dim).antithetic
+            self._noise_tables[dim] = NoiseTable(self._noise, dim, antithetic=antithetic)
+        return self._noise_tables[dim]
+
+    def perturbed_theta(self, seed: int, n: int, index: int, noise_offset: int | None = None) -> np.ndarray:
+        """θ_u + σ·ε_index of batch ``seed``: ε a slice of the shared noise table at ``noise_offset``,
+        or (None) regenerated from the sampler; never shipped."""
+        dim = self._theta.size
+        if noise_offset is None:
+            eps = self._sampler(dim).perturbation(seed, n, index)
+        else:
+            eps = self._noise_table(dim).row(noise_offset, index)
         return self._theta + np.float32(self.config.noise_stdev) * eps
 
     def run_jobs(self, call: Call) -> Reply:
@@ -288,7 +307,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     def run_job(self, job: Job) -> EpisodeResult:
         """One job: a perturbation θ_u + σε_index or θ_u itself (an :class:`EvaluationJob`)."""
         if isinstance(job, PerturbationJob):
-            self.set_params(self.perturbed_theta(job.seed, job.n, job.index))
+            self.set_params(self.perturbed_theta(job.seed, job.n, job.index, job.noise_offset))
             return self.evaluate(job, explore=bool(self.config.explore_perturbations))
         if isinstance(job, EvaluationJob):
             self.set_params(self._theta)

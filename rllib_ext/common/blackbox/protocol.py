@@ -15,8 +15,9 @@ One remote call carries a :class:`Call`; the runner answers with a :class:`Reply
   credited to the θ it was measured at (DFD's λ_i, ES's ĝ, AES-RL's population update).
 - The :class:`Payload` is published once per update (one object-store put); a runner fetches it
   only when a call's version differs from the one it holds. Perturbations travel as
-  (seed, n, index) and are regenerated on the runner: never a noise vector (the papers'
-  low-bandwidth point).
+  (seed, n, index) and are regenerated on the runner, or read from the shared noise table at the
+  job's ``noise_offset`` (its reference travels once, in the payload): never a noise vector (the
+  papers' low-bandwidth point).
 
 Subclasses add what one algorithm needs (CV-ES: the γ's in its payload, J^γ and ĝ^pg in its
 results; AES-RL/CEM-RL: σ² and the replay actor in theirs); every message stays a dataclass.
@@ -66,11 +67,16 @@ class Job:
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
 class PerturbationJob(Job):
-    """θ_u + σ·ε_index with ε_index row ``index`` of the sampler's batch (``seed``, ``n``)."""
+    """θ_u + σ·ε_index with ε_index row ``index`` of the sampler's batch (``seed``, ``n``).
+
+    ``noise_offset``: where ε_index starts in the shared noise table (``noise_table.NoiseTable``);
+    None (and every job of a checkpoint written before the table): regenerated from the seed.
+    """
 
     seed: int
     n: int
     index: int
+    noise_offset: int | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,6 +115,7 @@ class Payload:
 
     theta: np.ndarray
     filter_state: dict[str, Any] | None = None
+    noise: Any = None  # ray.ObjectRef of the shared noise table (or the array itself without Ray); None: none
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True)
