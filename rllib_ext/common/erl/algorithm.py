@@ -223,7 +223,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
 
     def free_slots(self) -> int:
         return (
-            max(len(self.pool.healthy_runner_ids()), 0) * self.pool.jobs_in_flight
+            self.pool.num_healthy * self.pool.jobs_in_flight
             - self.pool.num_in_flight
             - self.pool.num_queued
         )
