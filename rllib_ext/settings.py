@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import importlib
 import inspect
 import math
 import os
@@ -312,6 +313,12 @@ def annotation_errors(cls: type) -> list[str]:
     return errors
 
 
+def _import(path: str) -> Any:
+    """The object at ``"module:name"``."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 if TYPE_CHECKING:
     # The mixin's super() is the AlgorithmConfig it is mixed into (at run time it derives from object).
     _MixedIntoConfig = AlgorithmConfig
@@ -329,6 +336,10 @@ class Configurable(_MixedIntoConfig):
 
     #: ``{setting: Setting}`` declared by this class (bases' entries are inherited; see :func:`resolve`).
     SETTINGS: ClassVar[dict[str, Any]] = {}
+    #: ``"module:Class"`` of the default Learner and RLModule, imported when RLlib asks for them
+    #: (None: the base class's); a class with more to decide overrides the getters instead.
+    LEARNER_CLASS: ClassVar[str | None] = None
+    RL_MODULE_CLASS: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -351,6 +362,22 @@ class Configurable(_MixedIntoConfig):
         for name, setting in resolve(type(self)).items():
             if setting.default is not NO_DEFAULT:
                 setattr(self, name, copy.deepcopy(setting.default))
+
+    @override(AlgorithmConfig)
+    def get_default_learner_class(self) -> Any:
+        """:attr:`LEARNER_CLASS`, imported now (else the base class's)."""
+        if self.LEARNER_CLASS is None:
+            return super().get_default_learner_class()
+        return _import(self.LEARNER_CLASS)
+
+    @override(AlgorithmConfig)
+    def get_default_rl_module_spec(self) -> Any:
+        """An ``RLModuleSpec`` of :attr:`RL_MODULE_CLASS`, imported now (else the base class's)."""
+        if self.RL_MODULE_CLASS is None:
+            return super().get_default_rl_module_spec()
+        from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+        return RLModuleSpec(module_class=_import(self.RL_MODULE_CLASS))
 
     @override(AlgorithmConfig)
     def training(self, **kwargs: Any) -> Self:

@@ -187,3 +187,15 @@ def test_annotation_errors_name_a_missing_or_too_narrow_annotation():
         "Checked.a: annotated int, which does not cover None",
         "Checked.d: not annotated",
     ]
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_default_learner_and_module_classes_resolve(name):
+    """LEARNER_CLASS / RL_MODULE_CLASS name real classes (imported when RLlib asks), or the class
+    decides them itself."""
+    from ray.rllib.core.learner.learner import Learner
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    config = get_config_class(name)()
+    assert issubclass(config.get_default_learner_class(), Learner)
+    assert issubclass(config.get_default_rl_module_spec().module_class, RLModule)

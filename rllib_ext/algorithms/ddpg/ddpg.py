@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.refer.algorithm import ReFERAlgorithm
@@ -64,6 +63,9 @@ class DDPGConfig(ReFERQConfig):
     }
     model_config_keys = (*ReFERQConfig.model_config_keys, "ou_noise", "ou_theta", "ou_sigma")
 
+    LEARNER_CLASS = "rllib_ext.algorithms.ddpg.torch.ddpg_torch_learner:DDPGTorchLearner"
+    RL_MODULE_CLASS = "rllib_ext.algorithms.ddpg.ddpg_rl_module:DDPGTorchRLModule"
+
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or DDPG)
@@ -76,20 +78,6 @@ class DDPGConfig(ReFERQConfig):
             "ou_theta": self.ou_theta,
             "ou_sigma": self.ou_sigma,
         }
-
-    @override(ReFERQConfig)
-    def get_default_learner_class(self):
-        """DDPGTorchLearner (imported lazily)."""
-        from rllib_ext.algorithms.ddpg.torch.ddpg_torch_learner import DDPGTorchLearner
-
-        return DDPGTorchLearner
-
-    @override(ReFERQConfig)
-    def get_default_rl_module_spec(self) -> RLModuleSpec:
-        """DDPGTorchRLModule (imported lazily)."""
-        from rllib_ext.algorithms.ddpg.ddpg_rl_module import DDPGTorchRLModule
-
-        return RLModuleSpec(module_class=DDPGTorchRLModule)
 
 
 class DDPG(ReFERAlgorithm):

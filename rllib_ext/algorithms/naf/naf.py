@@ -12,7 +12,6 @@ statistics and the reward scale; the replay memory's contents only with ``checkp
 
 from __future__ import annotations
 
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.refer.algorithm import ReFERAlgorithm
@@ -42,23 +41,12 @@ class NAFConfig(ReFERQConfig):
         ),
     }
 
+    LEARNER_CLASS = "rllib_ext.algorithms.naf.torch.naf_torch_learner:NAFTorchLearner"
+    RL_MODULE_CLASS = "rllib_ext.algorithms.naf.naf_rl_module:NAFTorchRLModule"
+
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or NAF)
-
-    @override(ReFERQConfig)
-    def get_default_learner_class(self):
-        """NAFTorchLearner (imported lazily)."""
-        from rllib_ext.algorithms.naf.torch.naf_torch_learner import NAFTorchLearner
-
-        return NAFTorchLearner
-
-    @override(ReFERQConfig)
-    def get_default_rl_module_spec(self) -> RLModuleSpec:
-        """NAFTorchRLModule (imported lazily)."""
-        from rllib_ext.algorithms.naf.naf_rl_module import NAFTorchRLModule
-
-        return RLModuleSpec(module_class=NAFTorchRLModule)
 
 
 class NAF(ReFERAlgorithm):

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
@@ -128,6 +127,9 @@ class TD3Config(Configurable, AlgorithmConfig):
         **{name: unused(why) for name, why in UNUSED_SETTINGS.items()},
     }
 
+    LEARNER_CLASS = "rllib_ext.algorithms.td3.torch.td3_torch_learner:TD3TorchLearner"
+    RL_MODULE_CLASS = "rllib_ext.algorithms.td3.td3_rl_module:TD3TorchRLModule"
+
     def __init__(self, algo_class=None):
         """TD3 / paper 001 defaults."""
         super().__init__(algo_class=algo_class or TD3)
@@ -175,20 +177,6 @@ class TD3Config(Configurable, AlgorithmConfig):
         check_vector_spaces(self, spaces, actions=(CONTINUOUS,))
         if spaces is not None and not (np.all(np.isfinite(spaces[1].low)) and np.all(np.isfinite(spaces[1].high))):
             self._value_error(f"{algo_name(self)} needs finite action bounds; env {self.env!r} has {spaces[1]}")
-
-    @override(AlgorithmConfig)
-    def get_default_learner_class(self):
-        """TD3TorchLearner (imported lazily)."""
-        from rllib_ext.algorithms.td3.torch.td3_torch_learner import TD3TorchLearner
-
-        return TD3TorchLearner
-
-    @override(AlgorithmConfig)
-    def get_default_rl_module_spec(self) -> RLModuleSpec:
-        """TD3TorchRLModule (imported lazily)."""
-        from rllib_ext.algorithms.td3.td3_rl_module import TD3TorchRLModule
-
-        return RLModuleSpec(module_class=TD3TorchRLModule)
 
 
 class TD3(OffPolicyAlgorithm):

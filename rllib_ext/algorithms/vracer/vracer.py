@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.refer.algorithm import ReFERAlgorithm
@@ -35,6 +34,9 @@ class VRACERConfig(ReFERConfig):
 
     model_config_keys = (*ReFERConfig.model_config_keys, "init_sigma")
 
+    LEARNER_CLASS = "rllib_ext.algorithms.vracer.torch.vracer_torch_learner:VRACERTorchLearner"
+    RL_MODULE_CLASS = "rllib_ext.algorithms.vracer.vracer_rl_module:VRACERTorchRLModule"
+
     def __init__(self, algo_class=None):
         """App. A defaults."""
         super().__init__(algo_class=algo_class or VRACER)
@@ -48,20 +50,6 @@ class VRACERConfig(ReFERConfig):
         sigma = self.model_config.get("init_sigma", INIT_SIGMA)
         if not isinstance(sigma, (int, float)) or isinstance(sigma, bool) or not sigma > 0:
             self._value_error(f"`model_config['init_sigma']` (σ of the initial policy) must be > 0, got {sigma!r}")
-
-    @override(ReFERConfig)
-    def get_default_learner_class(self):
-        """VRACERTorchLearner (imported lazily)."""
-        from rllib_ext.algorithms.vracer.torch.vracer_torch_learner import VRACERTorchLearner
-
-        return VRACERTorchLearner
-
-    @override(ReFERConfig)
-    def get_default_rl_module_spec(self) -> RLModuleSpec:
-        """VRACERTorchRLModule (imported lazily)."""
-        from rllib_ext.algorithms.vracer.vracer_rl_module import VRACERTorchRLModule
-
-        return RLModuleSpec(module_class=VRACERTorchRLModule)
 
 
 class VRACER(ReFERAlgorithm):
