@@ -222,11 +222,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         self._on_learner(lambda learner: learner.module[DEFAULT_MODULE_ID].set_flat(mu))
 
     def free_slots(self) -> int:
-        return (
-            self.pool.num_healthy * self.pool.jobs_in_flight
-            - self.pool.num_in_flight
-            - self.pool.num_queued
-        )
+        return self.pool.num_healthy * self.pool.jobs_in_flight - self.pool.num_in_flight - self.pool.num_queued
 
     def log_common(self) -> None:
         m = self.metrics
