@@ -11,6 +11,7 @@ layout (mean, log σ); ``to_deterministic`` gives the mean (``explore=False``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian
@@ -25,16 +26,21 @@ TRUNCATION = 3.0
 class TruncatedDiagGaussian(TorchDiagGaussian):
     """RLlib's diagonal Gaussian whose samples are truncated at mean ± 3σ."""
 
+    # The signatures are RLlib's TorchDistribution's (sample_shape only); its abstract Distribution
+    # declares return_logp and **kwargs, which no torch distribution of RLlib's takes.
     @override(TorchDiagGaussian)
-    def sample(self, *, sample_shape=None) -> torch.Tensor:
+    def sample(self, *, sample_shape: Sequence[int] | None = None) -> torch.Tensor:  # type: ignore[override]
         """a = m + σ·Φ⁻¹(u), u ~ U[Φ(−3), Φ(3)]."""
-        shape = torch.Size(sample_shape or ()) + self._dist.loc.shape
+        dist: torch.distributions.Normal = self._dist
+        loc: torch.Tensor = dist.loc  # torch's Normal leaves its parameters unannotated
+        scale: torch.Tensor = dist.scale
+        shape = torch.Size(sample_shape or ()) + loc.shape
         lo = 0.5 * (1.0 + math.erf(-TRUNCATION / math.sqrt(2.0)))
-        u = lo + (1.0 - 2.0 * lo) * torch.rand(shape, dtype=self._dist.loc.dtype, device=self._dist.loc.device)
-        z = torch.special.ndtri(u)
-        return self._dist.loc + self._dist.scale * z
+        u = lo + (1.0 - 2.0 * lo) * torch.rand(shape, dtype=loc.dtype, device=loc.device)
+        z: torch.Tensor = torch.special.ndtri(u)  # unannotated in torch
+        return loc + scale * z
 
     @override(TorchDiagGaussian)
-    def rsample(self, *, sample_shape=None) -> torch.Tensor:
+    def rsample(self, *, sample_shape: Sequence[int] | None = None) -> torch.Tensor:  # type: ignore[override]
         """Reparameterized truncated sample (gradient flows through m and σ)."""
         return self.sample(sample_shape=sample_shape)

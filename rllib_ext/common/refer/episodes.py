@@ -15,15 +15,32 @@ that unfinished episodes do not accumulate over a long run.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 from ray.rllib.core.columns import Columns
 
+if TYPE_CHECKING:
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
 __all__ = ["EpisodeAssembler"]
 
 logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(slots=True)
+class _Pending:
+    """The chunks of one episode not done yet: their arrays, its newest observation, the call that brought it."""
+
+    obs: list[np.ndarray] = dataclasses.field(default_factory=list)
+    actions: list[np.ndarray] = dataclasses.field(default_factory=list)
+    rewards: list[np.ndarray] = dataclasses.field(default_factory=list)
+    mu: list[np.ndarray] = dataclasses.field(default_factory=list)
+    last_obs: np.ndarray | None = None
+    last_call: int = 0
 
 
 class EpisodeAssembler:
@@ -38,7 +55,7 @@ class EpisodeAssembler:
         if max_idle_calls < 1:
             raise ValueError(f"max_idle_calls must be >= 1, got {max_idle_calls}")
         self.max_idle_calls = int(max_idle_calls)
-        self._pending: dict[str, dict[str, list]] = {}
+        self._pending: dict[str, _Pending] = {}
         self._calls = 0
         self.num_dropped_episodes = 0
         self.num_dropped_steps = 0
@@ -46,9 +63,9 @@ class EpisodeAssembler:
     @property
     def num_pending_steps(self) -> int:
         """Steps of episodes not done yet."""
-        return sum(sum(len(a) for a in p["actions"]) for p in self._pending.values())
+        return sum(sum(len(a) for a in p.actions) for p in self._pending.values())
 
-    def add(self, chunks: Iterable) -> list[dict[str, np.ndarray]]:
+    def add(self, chunks: Iterable[SingleAgentEpisode]) -> list[dict[str, np.ndarray | bool]]:
         """Adds chunks (``SingleAgentEpisode``); returns the episodes they complete."""
         self._calls += 1
         done = []
@@ -58,13 +75,13 @@ class EpisodeAssembler:
                     done.append(self._finish(chunk.id_, chunk.is_terminated))
                 continue
             obs = np.asarray(chunk.get_observations(), dtype=np.float32)
-            p = self._pending.setdefault(chunk.id_, {"obs": [], "actions": [], "rewards": [], "mu": []})
-            p["obs"].append(obs[:-1])
-            p["last_obs"] = obs[-1]
-            p["actions"].append(np.asarray(chunk.get_actions(), dtype=np.float32))
-            p["rewards"].append(np.asarray(chunk.get_rewards(), dtype=np.float64))
-            p["mu"].append(np.asarray(chunk.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS), dtype=np.float32))
-            p["last_call"] = self._calls
+            p = self._pending.setdefault(chunk.id_, _Pending())
+            p.obs.append(obs[:-1])
+            p.last_obs = obs[-1]
+            p.actions.append(np.asarray(chunk.get_actions(), dtype=np.float32))
+            p.rewards.append(np.asarray(chunk.get_rewards(), dtype=np.float64))
+            p.mu.append(np.asarray(chunk.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS), dtype=np.float32))
+            p.last_call = self._calls
             if chunk.is_done:
                 done.append(self._finish(chunk.id_, chunk.is_terminated))
         self._drop_orphans()
@@ -72,8 +89,8 @@ class EpisodeAssembler:
 
     def _drop_orphans(self) -> None:
         """Drops (logged, counted) the episodes no chunk has continued for ``max_idle_calls`` calls."""
-        for episode_id in [e for e, p in self._pending.items() if self._calls - p["last_call"] >= self.max_idle_calls]:
-            steps = sum(len(a) for a in self._pending.pop(episode_id)["actions"])
+        for episode_id in [e for e, p in self._pending.items() if self._calls - p.last_call >= self.max_idle_calls]:
+            steps = sum(len(a) for a in self._pending.pop(episode_id).actions)
             self.num_dropped_episodes += 1
             self.num_dropped_steps += steps
             logger.warning(
@@ -85,12 +102,14 @@ class EpisodeAssembler:
                 self.num_dropped_episodes,
             )
 
-    def _finish(self, episode_id: str, terminated: bool) -> dict[str, np.ndarray]:
+    def _finish(self, episode_id: str, terminated: bool) -> dict[str, np.ndarray | bool]:
         p = self._pending.pop(episode_id)
+        if p.last_obs is None:
+            raise AssertionError(f"episode {episode_id} finished without a chunk of steps")
         return {
-            "obs": np.concatenate(p["obs"] + [p["last_obs"][None]]),
-            "actions": np.concatenate(p["actions"]),
-            "rewards": np.concatenate(p["rewards"]),
-            "mu": np.concatenate(p["mu"]),
+            "obs": np.concatenate(p.obs + [p.last_obs[None]]),
+            "actions": np.concatenate(p.actions),
+            "rewards": np.concatenate(p.rewards),
+            "mu": np.concatenate(p.mu),
             "terminated": bool(terminated),
         }

@@ -11,9 +11,11 @@ scheme the paper cites; we use Glorot's (``torch.nn.init.xavier_uniform_``). Bia
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from torch import nn
 
@@ -26,7 +28,7 @@ DEFAULT_HIDDEN = (128, 128)
 DEFAULT_ACTIVATION = "Softsign"
 
 
-def network_settings(model_config: dict | None) -> tuple[list[int], type[nn.Module]]:
+def network_settings(model_config: Mapping[str, Any] | None) -> tuple[list[int], type[nn.Module]]:
     """(hidden sizes, activation class) from ``model_config``; App. A's (128, 128) Softsign by default.
 
     ``fcnet_hiddens`` and ``fcnet_activation`` (RLlib's keys; any ``torch.nn`` class name, or
@@ -85,13 +87,17 @@ class Standardizer(nn.Module):
     and into checkpoints. They start as (0, 1): identity up to ε.
     """
 
+    # Registered buffers (nn.Module types attributes it does not know as Tensor | Module).
+    mean: torch.Tensor
+    std: torch.Tensor
+
     def __init__(self, dim: int, eps: float = 1e-7):
         super().__init__()
         self.eps = eps
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("std", torch.ones(dim))
 
-    def set(self, mean, std) -> None:
+    def set(self, mean: npt.ArrayLike, std: npt.ArrayLike) -> None:
         """Sets μ_s and σ_s."""
         self.mean.copy_(torch.as_tensor(np.asarray(mean), dtype=self.mean.dtype))
         self.std.copy_(torch.as_tensor(np.asarray(std), dtype=self.std.dtype))

@@ -15,10 +15,12 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+import numpy.typing as npt
 import torch
 from ray.rllib.core.columns import Columns
-from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian
+from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian, TorchDistribution
 from ray.rllib.core.learner.utils import make_target_network
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
@@ -31,6 +33,14 @@ from rllib_ext.common.refer.networks import Standardizer, network_settings
 TARGET_PREFIX = "target_"
 
 
+def _flat_size(space: gym.Space[Any] | None) -> int:
+    """Numbers in one sample of a shaped space (a Box)."""
+    shape = None if space is None else space.shape
+    if shape is None:
+        raise ValueError(f"paper 003's modules need shaped (Box) observation and action spaces, got {space!r}")
+    return int(np.prod(shape))
+
+
 class ReFERModuleMixin:
     """Action distributions and state statistics of paper 003's modules (TorchRLModule mixin).
 
@@ -38,19 +48,21 @@ class ReFERModuleMixin:
     ``self.standardize``.
     """
 
-    def set_state_stats(self, mean, std) -> None:
+    standardize: Standardizer
+
+    def set_state_stats(self, mean: npt.ArrayLike, std: npt.ArrayLike) -> None:
         """μ_s, σ_s of App. B (Eq. 14-15)."""
         self.standardize.set(mean, std)
 
-    def get_inference_action_dist_cls(self):
+    def get_inference_action_dist_cls(self) -> type[TorchDistribution]:
         """Gaussian; ``explore=False`` acts with its mean."""
         return TorchDiagGaussian
 
-    def get_exploration_action_dist_cls(self):
+    def get_exploration_action_dist_cls(self) -> type[TorchDistribution]:
         """Normal truncated at ±3σ (App. A)."""
         return TruncatedDiagGaussian
 
-    def get_train_action_dist_cls(self):
+    def get_train_action_dist_cls(self) -> type[TorchDistribution]:
         """Normal truncated at ±3σ (App. A)."""
         return TruncatedDiagGaussian
 
@@ -66,13 +78,17 @@ class GaussianExplorationModule(ReFERModuleMixin, TorchRLModule, TargetNetworkAP
 
     target_network_names: tuple[str, ...] = ()
 
+    # RLlib types it dict | DefaultModelConfig; the module is built from an RLModuleSpec, whose
+    # build() hands the module a dict (RLModuleSpec._get_model_config converts the dataclass).
+    model_config: dict[str, Any] | None
+
     @override(TorchRLModule)
-    def setup(self):
+    def setup(self) -> None:
         """Standardizer, σ and the subclass's networks."""
         cfg = self.model_config or {}
         self.hidden, self.activation = network_settings(cfg)
-        self.obs_dim = int(np.prod(self.observation_space.shape))
-        self.act_dim = int(np.prod(self.action_space.shape))
+        self.obs_dim = _flat_size(self.observation_space)
+        self.act_dim = _flat_size(self.action_space)
         self.sigma = float(cfg.get("exploration_sigma", 0.2))
         self.standardize = Standardizer(self.obs_dim)
         self.build_networks()
@@ -87,14 +103,15 @@ class GaussianExplorationModule(ReFERModuleMixin, TorchRLModule, TargetNetworkAP
 
     def flat_obs(self, obs: torch.Tensor) -> torch.Tensor:
         """Standardized, flattened states ŝ."""
-        return self.standardize(obs.reshape(obs.shape[0], -1).float())
+        flat: torch.Tensor = self.standardize(obs.reshape(obs.shape[0], -1).float())  # nn.Module.__call__: Any
+        return flat
 
     def dist_inputs(self, mean: torch.Tensor) -> torch.Tensor:
         """(m, log σ): the behaviour μ_t stored in the replay memory."""
         return torch.cat([mean, torch.full_like(mean, float(np.log(self.sigma)))], -1)
 
     @override(TorchRLModule)
-    def _forward(self, batch: dict[str, Any], **kwargs) -> dict[str, Any]:
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return {Columns.ACTION_DIST_INPUTS: self.dist_inputs(self.policy_mean(batch[Columns.OBS]))}
 
     @override(TargetNetworkAPI)

@@ -21,7 +21,7 @@ The torch parts (:func:`diag_gaussian_log_rho`, :func:`diag_gaussian_kl`,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: mode -> (uses Rule 1, uses Rule 2).
-REPLAY_MODES: dict[str, tuple] = {
+REPLAY_MODES: dict[str, tuple[bool, bool]] = {
     "refer": (True, True),
     "refer1": (True, False),
     "refer2": (False, True),
@@ -87,7 +87,11 @@ def diag_gaussian_kl(
     return (0.5 * (var_ratio + ((mu_mean - pi_mean) / pi_std) ** 2 - 1.0) - torch.log(mu_std / pi_std)).sum(-1)
 
 
-def near_policy_mask(rho, c_max: float):
+@overload
+def near_policy_mask(rho: torch.Tensor, c_max: float) -> torch.Tensor: ...
+@overload
+def near_policy_mask(rho: np.ndarray, c_max: float) -> np.ndarray: ...
+def near_policy_mask(rho: torch.Tensor | np.ndarray, c_max: float) -> torch.Tensor | np.ndarray:
     """Rule 1 (§3): True where 1/c_max < ρ < c_max (near-policy), False for far-policy steps.
 
     Works on numpy arrays and torch tensors alike.
@@ -193,7 +197,7 @@ class ReFER:
     beta: float = 1.0
     t: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.mode not in REPLAY_MODES:
             raise ValueError(f"Unknown replay mode {self.mode!r}; valid are {', '.join(REPLAY_MODES)}")
 
