@@ -119,7 +119,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
 
     # -- RLlib's EnvRunner contract ---------------------------------------------------------
     @override(EnvRunner)
-    def make_env(self):
+    def make_env(self) -> None:
         if self.env is not None:
             try:
                 self.env.close()
