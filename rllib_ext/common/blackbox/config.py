@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -110,6 +110,34 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
       one (tests/reliability/test_resume.py). Off by default (the papers draw fresh episodes).
     """
 
+    # The types of the table's own settings (set from it by Configurable; rllib_ext/settings.py, Types).
+    noise_stdev: float
+    episodes_per_batch: int
+    sampler: str
+    sampler_antithetic: bool | None
+    noise_table: bool | Literal["auto"]
+    noise_table_size: int
+    noise_table_seed: int
+    noise_table_dtype: str
+    return_shaping: str
+    optimizer: str  # type: ignore[assignment]  # RLlib's AlgorithmConfig infers its old-stack dict setting
+    optimizer_kwargs: dict[str, Any]
+    l2_coeff: float
+    policy_hiddens: list[int]
+    policy_activation: str
+    policy_head: str
+    explore_perturbations: bool
+    observation_filter: bool  # type: ignore[assignment]  # RLlib's AlgorithmConfig infers its old-stack str setting
+    obs_clip: float | None
+    eval_episodes: int
+    eval_return_ema: float
+    jobs_in_flight_per_env_runner: int
+    episodes_per_job: int
+    max_episode_steps: int | None
+    perturbations_per_call: int | Literal["auto"]
+    batch_seed_offset: int
+    common_random_numbers: bool
+
     SETTINGS = {
         "noise_stdev": Setting(
             0.02, float, gt=0, symbol="σ", source="0.02 (paper 000 Table 3)", doc="perturbation scale, θ + σε"
@@ -166,14 +194,14 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
         **{name: unused(why) for name, why in UNUSED_RLLIB_SETTINGS.items()},
     }
 
-    def __init__(self, algo_class=None):
+    def __init__(self, algo_class: type | None = None) -> None:
         super().__init__(algo_class=algo_class)
         # RLlib settings that fit this family.
-        self.env_runner_cls = BlackBoxEnvRunner
+        self.env_runner_cls = BlackBoxEnvRunner  # type: ignore[assignment]  # RLlib infers None (its default)
         self.restart_failed_env_runners = True
         # Several updates per iteration: RLlib's per-iteration bookkeeping (~0.1 s) must not
         # leave runners idle after every update.
-        self.min_time_s_per_iteration = 1.0
+        self.min_time_s_per_iteration = 1.0  # type: ignore[assignment]  # RLlib infers None (its default)
         # RLlib's per-iteration connector-state sync is a *synchronous* call on every runner,
         # which waits behind the jobs in flight (~0.75 s per iteration with 8 runners) and then
         # leaves them idle. The engine syncs its own observation filter (as IMPALA opts out).
@@ -234,7 +262,7 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
     optimizer_steps_theta = True
 
     #: Action-space kinds the family takes (ERL's TD3 part narrows it to continuous).
-    supported_actions = (DISCRETE, CONTINUOUS)
+    supported_actions: tuple[str, ...] = (DISCRETE, CONTINUOUS)
 
     #: Whether the env runners train on a GPU given by ``num_gpus_per_env_runner`` (ERL's RL
     #: individuals do); otherwise asking for runner GPUs is an error, not a reservation left idle.
@@ -310,5 +338,5 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
         return RLModuleSpec(module_class=BlackBoxRLModule, model_config=self.model_config_for_policy)
 
     @override(AlgorithmConfig)
-    def get_default_learner_class(self):
+    def get_default_learner_class(self) -> type[BlackBoxLearner]:
         return BlackBoxLearner

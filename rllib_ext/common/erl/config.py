@@ -138,7 +138,7 @@ class ERLConfig(BlackBoxConfig):
     initial_steps: float
     replay_capacity: int
     checkpoint_replay: bool
-    optimizer: str  # RLlib infers its old-stack dict: needs type: ignore[assignment] once strict
+    optimizer: str
     optimizer_kwargs: dict[str, Any]
     rl_batch_size: int
     rl_start_steps: int | None
@@ -211,7 +211,7 @@ class ERLConfig(BlackBoxConfig):
 
     def __init__(self, algo_class: type | None = None) -> None:
         super().__init__(algo_class=algo_class)
-        self.env_runner_cls = ERLEnvRunner
+        self.env_runner_cls = ERLEnvRunner  # type: ignore[assignment]  # RLlib infers None (its default)
 
     @property
     def effective_rl_start_steps(self) -> int:
