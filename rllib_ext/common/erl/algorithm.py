@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, Protocol, TypeVar, cast
 
+import gymnasium as gym
 import numpy as np
 import ray
 from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+from ray.rllib.utils.typing import StateDict
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm
-from rllib_ext.common.erl.critic_worker import CriticWorker
-from rllib_ext.common.erl.protocol import CriticReply, ERLPayload
-from rllib_ext.common.offpolicy.transitions import ReplayActor
+from rllib_ext.common.blackbox.learner import BlackBoxLearner
+from rllib_ext.common.blackbox.protocol import EpisodeResult, IndividualJob
+from rllib_ext.common.erl.config import ERLConfig
+from rllib_ext.common.erl.critic_worker import CriticHandle, critic_worker_actor
+from rllib_ext.common.erl.env_runner import box_dim
+from rllib_ext.common.erl.protocol import CriticReply, ERLPayload, ERLResult
+from rllib_ext.common.offpolicy.transitions import ReplayHandle, replay_actor
 from rllib_ext.common.waits import get_within
 
 logger = logging.getLogger(__name__)
@@ -38,7 +47,28 @@ LIFETIME_COUNTERS = (
 )
 
 
-def check_gpus(config) -> None:
+_T = TypeVar("_T")
+
+
+class _BlackBoxBase(Protocol):
+    """:class:`BlackBoxAlgorithm`'s methods that this module calls and that are not annotated yet
+    (``common/blackbox/algorithm.py`` is not strict yet), with the signatures they are called with
+    here. It goes once that module is annotated."""
+
+    def setup(self, config: AlgorithmConfig) -> None: ...
+
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> StateDict: ...
+
+    def _on_learner(self, fn: Callable[[BlackBoxLearner], _T]) -> _T: ...
+
+
+def check_gpus(config: ERLConfig) -> None:
     """Before any actor starts: the GPUs that the critic worker and the env runners ask for exist.
 
     Raises:
@@ -68,13 +98,22 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     critic from its last weights (its optimizer state is lost), the replay empty.
     """
 
+    # Set by Algorithm.setup before setup_state (RLlib types them Optional).
+    config: ERLConfig  # type: ignore[assignment]  # checked against Tune's Trainable.config (a dict) as well
+    metrics: MetricsLogger
+    spaces: dict[str, tuple[gym.Space[Any], gym.Space[Any]]]
+
     @classmethod
     @override(Algorithm)
-    def default_resource_request(cls, config):
+    def default_resource_request(cls, config: AlgorithmConfig | dict[str, Any]) -> PlacementGroupFactory:
         """RLlib's bundles plus one for the critic worker when it reserves CPUs or GPUs, so that under
         Tune the critic is placed inside the trial's placement group."""
         request = super().default_resource_request(config)
+        if not isinstance(request, PlacementGroupFactory):  # RLlib's new stack asks for bundles
+            raise TypeError(f"RLlib's resource request is a {type(request).__name__}, not a PlacementGroupFactory")
         config = cls.get_default_config().update_from_dict(config) if isinstance(config, dict) else config
+        if not isinstance(config, ERLConfig):
+            raise TypeError(f"{cls.__name__} takes an ERLConfig, got a {type(config).__name__}")
         critic = {"CPU": float(config.critic_num_cpus), "GPU": float(config.critic_num_gpus)}
         critic = {k: v for k, v in critic.items() if v > 0}
         if not critic:
@@ -82,42 +121,43 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         return PlacementGroupFactory(bundles=[*request.bundles, critic], strategy=request.strategy)
 
     @override(BlackBoxAlgorithm)
-    def setup(self, config):
+    def setup(self, config: AlgorithmConfig) -> None:  # type: ignore[override]  # Tune's Trainable.setup: a dict
+        if not isinstance(config, ERLConfig):
+            raise TypeError(f"{type(self).__name__} takes an ERLConfig, got a {type(config).__name__}")
         check_gpus(config)  # before any actor starts
-        super().setup(config)
+        cast(_BlackBoxBase, super()).setup(config)
 
     @override(BlackBoxAlgorithm)
     def setup_state(self) -> None:
         super().setup_state()
         obs_space, act_space = self.spaces[DEFAULT_MODULE_ID]
-        self._obs_dim, self._act_space = int(obs_space.shape[0]), act_space
+        self._obs_dim, self._act_space = box_dim(obs_space), act_space
         self.mu = self.theta.copy()
         self.var = np.full_like(self.mu, float(self.config.sigma_init))
         self.counters.update(dict.fromkeys(LIFETIME_COUNTERS, 0))
         self._last_critic: dict[str, np.ndarray] | None = None
-        self.critic_ref: ray.ObjectRef | None = None  # latest critic weights (object store)
+        self.critic_ref: ray.ObjectRef[dict[str, np.ndarray]] | None = None  # latest critic weights (object store)
         self._make_replay()
         self._make_critic()
 
     def _make_replay(self) -> None:
         seed = None if self.config.seed is None else int(self.config.seed) + 17
-        self.replay = ReplayActor.remote(
-            int(self.config.replay_capacity), self._obs_dim, int(self._act_space.shape[0]), seed
+        self.replay: ReplayHandle = replay_actor(
+            int(self.config.replay_capacity), self._obs_dim, box_dim(self._act_space), seed
         )
         # The replay_size metric's call in flight, asked now so that the first iteration can log it
         # (and, after a re-creation, so that no call to the dead actor re-creates the new one).
-        self._replay_size_ref: ray.ObjectRef | None = self.replay.size.remote()
+        self._replay_size_ref: ray.ObjectRef[int] | None = self.replay.size.remote()
 
     def _make_critic(self) -> None:
-        gpus = self.config.critic_num_gpus
-        remote = ray.remote(num_cpus=self.config.critic_num_cpus, num_gpus=gpus)(CriticWorker)
-        self.critic = remote.remote(
+        self.critic: CriticHandle = critic_worker_actor(
             self._obs_dim,
             self._act_space,
             self.config.td3_settings,
             self.replay,
             self.config.seed,
-            device="cuda" if gpus > 0 else "cpu",
+            num_cpus=self.config.critic_num_cpus,
+            num_gpus=self.config.critic_num_gpus,
         )
         if self._last_critic is not None:
             weights = self._last_critic
@@ -141,10 +181,10 @@ class ERLAlgorithm(BlackBoxAlgorithm):
             self.counters["critic_worker_restarts"] += 1
             self._make_critic()
 
-    def critic_result(self, ref: ray.ObjectRef) -> CriticReply | None:
+    def critic_result(self, ref: ray.ObjectRef[CriticReply]) -> CriticReply | None:
         """The reply to a critic ``train`` call, or None (and recovery) if an actor died."""
         try:
-            out = get_within(ref, "the critic worker's train call")
+            out: CriticReply = get_within(ref, "the critic worker's train call")
         except ray.exceptions.RayActorError as e:
             alive = self._replay_alive()
             self.recover_actor("critic worker" if alive else "replay actor", e)
@@ -154,7 +194,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
                 raise  # a real error in the critic's code: fail loudly
             self.recover_actor("replay actor", e)  # it died under the critic's sample call
             return None
-        if not out.steps:
+        if not out.steps or out.critic is None:
             return out  # the replay holds less than one minibatch: nothing trained
         self._last_critic = out.critic
         self.critic_ref = ray.put(out.critic)
@@ -163,12 +203,13 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         for key, value in out.stats.items():
             m.log_value((BLACKBOX, key), value, reduce="mean", window=20)
         # The critic is the family's gradient learner: its statistics also where RLlib reports a learner's.
-        self.log_learner_stats({key: value for key, value in out.stats.items() if np.isscalar(value)})
+        scalars = [key for key, value in out.stats.items() if np.isscalar(value)]
+        self.log_learner_stats({key: out.stats[key] for key in scalars})
         m.log_value((BLACKBOX, "critic_updates_per_s"), out.steps / max(out.train_s, 1e-9), reduce="mean", window=20)
         return out
 
     @override(BlackBoxAlgorithm)
-    def collect(self, timeout_s: float = 0.01):
+    def collect(self, timeout_s: float = 0.01) -> tuple[list[EpisodeResult], list[EpisodeResult]]:
         """BlackBoxAlgorithm.collect, plus what each RL individual's actor training cost on its runner.
 
         Its seconds (fetching z, the critic and the replay minibatches, and the TD3 actor steps) are
@@ -178,11 +219,11 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         ok, failed = super().collect(timeout_s)
         m = self.metrics
         for r in (*ok, *failed):
-            if not getattr(r, "rl", False):
+            if not (isinstance(r, ERLResult) and r.rl):
                 continue
             self.counters["rl_train_s"] += float(r.train_s)
             m.log_value((BLACKBOX, "rl_train_s"), float(r.train_s), reduce="mean", window=20)
-            if r.params is None:
+            if r.params is None or not isinstance(r.job, IndividualJob):  # an RL result's job is an individual's
                 continue
             self.counters["rl_actor_steps"] += int(r.job.rl_steps)
             if np.isfinite(r.actor_loss):  # a diverged one is counted by the subclass (individuals_failed)
@@ -219,10 +260,10 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     def sync_mu_to_learner(self) -> None:
         """Writes μ into the learner's module, so RLlib's checkpoints and `rllib evaluate` use it."""
         mu = self.mu
-        self._on_learner(lambda learner: learner.module[DEFAULT_MODULE_ID].set_flat(mu))
+        cast(_BlackBoxBase, self)._on_learner(lambda learner: learner._policy_module().set_flat(mu))
 
     def free_slots(self) -> int:
-        return self.pool.num_healthy * self.pool.jobs_in_flight - self.pool.num_in_flight - self.pool.num_queued
+        return int(self.pool.num_healthy * self.pool.jobs_in_flight - self.pool.num_in_flight - self.pool.num_queued)
 
     def log_common(self) -> None:
         m = self.metrics
@@ -268,12 +309,18 @@ class ERLAlgorithm(BlackBoxAlgorithm):
                 self.critic_ref = ray.put(self._last_critic)
 
     @override(BlackBoxAlgorithm)
-    def get_state(self, components=None, *, not_components=None, **kwargs):
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> StateDict:
         self.sync_mu_to_learner()
-        return super().get_state(components, not_components=not_components, **kwargs)
+        return cast(_BlackBoxBase, super()).get_state(components, not_components=not_components, **kwargs)
 
     @override(BlackBoxAlgorithm)
-    def set_state(self, state) -> None:
+    def set_state(self, state: StateDict) -> None:
         Algorithm.set_state(self, state)
         own = state.get(BLACKBOX)
         if own is not None:

@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import copy
 import time
+from typing import TYPE_CHECKING, Any, cast
 
+import gymnasium as gym
 import numpy as np
 import ray
 import torch
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.utils.annotations import override
 
 from rllib_ext.common.blackbox import BlackBoxEnvRunner
-from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob, Job
+from rllib_ext.common.blackbox.protocol import EvaluationJob, IndividualJob, Job, Payload
 from rllib_ext.common.erl.critic_worker import make_td3_updater
 from rllib_ext.common.erl.population import gaussian_individual
 from rllib_ext.common.erl.protocol import ERLPayload, ERLResult
 from rllib_ext.common.offpolicy.td3 import TD3Updater
-from rllib_ext.common.offpolicy.transitions import sample_chunks
+from rllib_ext.common.offpolicy.transitions import ReplayHandle, sample_chunks
 from rllib_ext.common.trajectory import ActionExploration, TrajectoryRecorder
 from rllib_ext.common.waits import get_within
 
+if TYPE_CHECKING:
+    from rllib_ext.common.erl.config import ERLConfig
 
-def train_device(config, remote: bool = True) -> torch.device:
+
+def train_device(config: AlgorithmConfig, remote: bool = True) -> torch.device:
     """Where a runner trains RL individuals' actors: its GPU when ``num_gpus_per_env_runner`` > 0.
 
     Raises:
@@ -37,6 +43,13 @@ def train_device(config, remote: bool = True) -> torch.device:
             "CUDA device: set num_gpus_per_env_runner=0 to train RL individuals on the runners' CPUs"
         )
     return torch.device("cuda")
+
+
+def box_dim(space: gym.Space[Any]) -> int:
+    """The length of a 1-d Box's samples (TD3's observations)."""
+    if space.shape is None:
+        raise ValueError(f"the ERL algorithms need a 1-d Box observation space, got {space!r}")
+    return int(space.shape[0])
 
 
 class ERLEnvRunner(BlackBoxEnvRunner):
@@ -57,22 +70,27 @@ class ERLEnvRunner(BlackBoxEnvRunner):
 
     result_cls = ERLResult
 
-    def __init__(self, *, config, **kwargs):
-        self._var = None
-        self._replay = None
+    config: ERLConfig
+    env: gym.Env[Any, Any]  # type: ignore[assignment]  # RLlib's EnvRunner.__init__ sets None, unannotated
+
+    def __init__(self, *, config: AlgorithmConfig, **kwargs: Any) -> None:
+        self._var: np.ndarray | None = None
+        self._replay: ReplayHandle | None = None
         self._updater: TD3Updater | None = None
         self.train_device = train_device(config, remote=(kwargs.get("worker_index") or 0) > 0)
         super().__init__(config=config, **kwargs)
 
     @override(BlackBoxEnvRunner)
-    def make_env(self):
+    def make_env(self) -> None:
         super().make_env()
         self.recorder = TrajectoryRecorder(self.env)
         seed = None if self._seed is None else int(self._seed) + 7919 * self.worker_index
         self.env = self.exploration = ActionExploration(self.recorder, noise=0.0, seed=seed)
 
     @override(BlackBoxEnvRunner)
-    def adopt(self, version: int, payload: ERLPayload) -> None:
+    def adopt(self, version: int, payload: Payload) -> None:
+        if not isinstance(payload, ERLPayload):
+            raise TypeError(f"{type(self).__name__} adopts an ERLPayload, got a {type(payload).__name__}")
         self._var = None if payload.var is None else np.asarray(payload.var, dtype=np.float32)
         self._replay = payload.replay
         super().adopt(version, payload)
@@ -83,7 +101,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
         if self._updater is None:
             on_cpu = self.train_device.type == "cpu"
             self._updater = make_td3_updater(
-                int(self.env.observation_space.shape[0]),
+                box_dim(self.env.observation_space),
                 self.env.action_space,
                 self.config.td3_settings,
                 actor=self.module.policy if on_cpu else copy.deepcopy(self.module.policy),
@@ -102,6 +120,8 @@ class ERLEnvRunner(BlackBoxEnvRunner):
             upd.actor.load_state_dict(self.module.policy.state_dict())
         upd.critic.load_state_dict({k: torch.tensor(v) for k, v in critic_state.items()})
         upd.actor_optimizer = upd.make_optimizer(upd.actor.parameters(), self.config.actor_lr)  # a fresh one
+        if self._replay is None:
+            raise RuntimeError("an RL individual trains on replay minibatches, but no payload brought the replay actor")
         loss_sum, done = 0.0, 0
         chunks = sample_chunks(
             self._replay, int(self.config.rl_batch_size), int(steps), int(self.config.replay_sample_chunk), ("obs",)
@@ -125,19 +145,24 @@ class ERLEnvRunner(BlackBoxEnvRunner):
     def _evaluate_with(self, job: Job, noise: float, random_actions: bool) -> ERLResult:
         self.exploration.noise, self.exploration.random_actions = float(noise), bool(random_actions)
         try:
-            return self.evaluate(job, explore=False)
+            return cast(ERLResult, self.evaluate(job, explore=False))  # it builds result_cls
         finally:
             self.exploration.noise, self.exploration.random_actions = 0.0, False
 
     def _individual_job(self, job: IndividualJob) -> ERLResult:
         t0 = time.perf_counter()
-        params, actor_loss = None, float("nan")
+        params: np.ndarray | None = None
+        actor_loss = float("nan")
         try:
             if job.params_ref is not None:
                 z = np.asarray(get_within(job.params_ref[0], "an individual's parameters"), dtype=np.float32)
+            elif self._var is None or job.seed is None:
+                raise TypeError(f"individual job {job.id}: a seed and the payload's σ² make z, or params_ref gives it")
             else:
                 z = gaussian_individual(self._theta, self._var, job.seed)
             if job.rl_steps:
+                if job.critic_ref is None:
+                    raise TypeError(f"individual job {job.id}: an RL individual needs critic_ref")
                 critic = get_within(job.critic_ref[0], "the critic's weights")
                 actor_loss = self.train_actor(z, critic, int(job.rl_steps))
                 z = params = self.module.get_flat()

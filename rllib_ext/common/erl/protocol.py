@@ -11,11 +11,14 @@ parameter reference), and μ's evaluations as
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rllib_ext.common.blackbox.protocol import EpisodeResult, Payload
+
+if TYPE_CHECKING:
+    from rllib_ext.common.offpolicy.transitions import ReplayHandle
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True, slots=True, eq=False)
@@ -23,7 +26,7 @@ class ERLPayload(Payload):
     """Update u of the population: μ (as ``theta``), σ² and the replay actor's handle."""
 
     var: np.ndarray | None = None
-    replay: Any = None
+    replay: ReplayHandle | None = None
 
 
 @dataclasses.dataclass(kw_only=True, slots=True)
