@@ -117,6 +117,16 @@ MEASUREMENT_TABLES = {
         "keys": ("reader", "others", "hiddens", "code", "note"),
         "values": (("ms_per_actor_step", "ms per actor step", "{:.3f}"),),
     },
+    "learning_calibration": {
+        "title": "Short learning tests of `make test`: evaluation return at the test's env-step budget, "
+        "median over the calibration seeds (`benchmarks/learning_calibration.py`; thresholds: tests/learning/)",
+        "keys": ("algorithm", "env", "budget_env_steps", "code"),
+        "values": (
+            ("untrained_eval_return", "untrained", "{:.1f}"),
+            ("eval_return", "trained", "{:.1f}"),
+            ("wall_s", "wall s", "{:.0f}"),
+        ),
+    },
     "td3_steps": {
         "title": "TD3 critic and actor steps alone, by device and network (`benchmarks/td3_steps.py`)",
         "keys": ("device", "gpu", "hiddens", "adam", "step", "batch", "threads", "code", "note"),
