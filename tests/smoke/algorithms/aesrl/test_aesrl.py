@@ -19,6 +19,14 @@ def train_until(algo, predicate, max_iters=40):
     )
 
 
+def one_runner(config):
+    """One remote runner instead of the builder's two, for checks that do not depend on how many
+    runners there are (the driver's rules, the step account, checkpoints, the critic and replay
+    actors' recovery): a process start saved per build. Two runners with the defaults:
+    test_defaults_on_two_cpus_start_rl_within_the_first_minute."""
+    return config.env_runners(num_env_runners=1)
+
+
 def critic_up(algo):
     """Waits until the critic worker answers: its process start (seconds on a loaded machine) must
     not decide how many iterations run before the first critic step (AES-RL runs ES individuals
@@ -27,7 +35,7 @@ def critic_up(algo):
 
 
 def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
-    algo = small_aesrl_config(initial_steps=200).build_algo()
+    algo = one_runner(small_aesrl_config(initial_steps=200)).build_algo()
     try:
         critic_up(algo)
         result = train_until(
@@ -92,13 +100,14 @@ def test_aesrl_trains_checkpoints_restores_and_recovers(ray_session, tmp_path):
 
 def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session):
     """The other f(μ) estimate and rule pair end to end (every rule is unit-tested in test_aesrl_rules)."""
-    algo = small_aesrl_config(
+    config = small_aesrl_config(
         mean_rule="one_plus_one",
         variance_rule="success_rule",
         mean_fitness="interpolate",
         success_window=3,
         initial_steps=10_000,
-    ).build_algo()
+    )
+    algo = one_runner(config).build_algo()
     try:
         result = train_until(algo, lambda r: algo.update_index >= 4)
         assert result["blackbox"]["mean_eval_env_steps_lifetime"] == 200  # f(μ_0) only: one episode
@@ -110,8 +119,8 @@ def test_aesrl_interpolated_f_mu_with_one_plus_one_and_success_rule(ray_session)
 def test_aesrl_critic_floor_holds_individuals_until_the_critic_catches_up(ray_session):
     """critic_min_steps_per_env_step: no individual starts while the critic is below its floor."""
     floor, per_call = 1.0, 50
-    algo = small_aesrl_config(
-        initial_steps=400, critic_min_steps_per_env_step=floor, critic_steps_per_call=per_call
+    algo = one_runner(
+        small_aesrl_config(initial_steps=400, critic_min_steps_per_env_step=floor, critic_steps_per_call=per_call)
     ).build_algo()
     try:
         start = algo.config.effective_rl_start_steps
@@ -128,7 +137,7 @@ def test_aesrl_critic_floor_holds_individuals_until_the_critic_catches_up(ray_se
 
 def test_aesrl_trains_with_default_scale_on_an_env_without_table_5(ray_session):
     """Pendulum has no Table 5 row: the default rule runs on the adaptive scale and logs the value used."""
-    algo = small_aesrl_config(fixed_range="auto", fitness_baseline="auto").build_algo()
+    algo = one_runner(small_aesrl_config(fixed_range="auto", fitness_baseline="auto")).build_algo()
     try:
         result = train_until(algo, lambda r: algo.update_index >= 3)
         scale = result["blackbox"]["mean_rule_scale"]

@@ -7,8 +7,14 @@ import numpy as np
 from tests.builders import small_dfd_config
 
 
+def _config():
+    """One remote runner (the builder's two cost a process start per build and are not what these
+    checks are about: the round trip of θ, the parameter history and DSGD's state)."""
+    return small_dfd_config(optimizer="dsgd", lr=0.05, eval_episodes=2).env_runners(num_env_runners=1)
+
+
 def test_train_checkpoint_round_trip_and_continue(ray_session, tmp_path):
-    algo = small_dfd_config(optimizer="dsgd", lr=0.05, eval_episodes=2).build_algo()
+    algo = _config().build_algo()
     try:
         result = algo.train()
         assert result["blackbox"]["update_index"] == 1
@@ -25,7 +31,7 @@ def test_train_checkpoint_round_trip_and_continue(ray_session, tmp_path):
     finally:
         algo.stop()
 
-    restored = small_dfd_config(optimizer="dsgd", lr=0.05, eval_episodes=2).build_algo()
+    restored = _config().build_algo()
     try:
         restored.restore_from_path(ckpt)
         assert restored.update_index == u
