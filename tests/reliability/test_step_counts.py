@@ -32,7 +32,10 @@ def in_flight_bound(name: str, config, runners: int = RUNNERS) -> int:
         # An episode chunk may add a step beyond the fragment at its end (RLlib's lookback).
         return runners * config.max_requests_in_flight_per_env_runner * (per_request + 1)
     calls = runners * config.jobs_in_flight_per_env_runner
-    jobs_per_call = config.perturbations_per_call if isinstance(config.perturbations_per_call, int) else 4
+    if isinstance(config.perturbations_per_call, int):
+        jobs_per_call = config.perturbations_per_call
+    else:  # sized by work: the calls in flight hold about one batch (BlackBoxAlgorithm.call_size)
+        jobs_per_call = max(4, -(-int(getattr(config, "episodes_per_batch", 4)) // calls))
     episodes = max(int(getattr(config, "episodes_per_job", 1)), int(getattr(config, "mean_eval_episodes", 1)))
     return calls * max(jobs_per_call, 1) * episodes * longest
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import ray
 from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
@@ -32,9 +35,19 @@ from rllib_ext.common.steps import StepAccount
 from rllib_ext.common.validation import algo_name
 
 if TYPE_CHECKING:
+    import gymnasium as gym
+    from ray.rllib.core.learner.learner import Learner
+    from ray.rllib.core.learner.learner_group import LearnerGroup
     from ray.rllib.env.env_runner_group import EnvRunnerGroup
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+    from ray.rllib.utils.typing import StateDict
+
+    from rllib_ext.common.blackbox.config import BlackBoxConfig
+    from rllib_ext.common.blackbox.learner import BlackBoxLearner
 
 logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 BLACKBOX = "blackbox"  # metrics key prefix of the engine's own metrics
 
@@ -53,18 +66,27 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
     subclass books what its update used (``used``) and what it threw away (``wasted``).
     """
 
+    # Set by Algorithm.setup before setup_state (RLlib types them Optional).
+    config: BlackBoxConfig
+    metrics: MetricsLogger
+    learner_group: LearnerGroup
+    env_runner_group: EnvRunnerGroup
+    spaces: dict[str, tuple[gym.Space[Any], gym.Space[Any]]]
+
     #: The shared noise table (``noise_table``), None on the seeded path; its object-store reference.
     noise: NoiseTable | None = None
     _noise_ref: Any = None
 
     @override(Algorithm)
-    def setup(self, config):
+    def setup(self, config: AlgorithmConfig) -> None:  # type: ignore[override]  # Tune's Trainable.setup: a dict
         from rllib_ext.common.blackbox.pool import AsyncJobPool
 
         super().setup(config)
-        obs_space = self.spaces[DEFAULT_MODULE_ID][0]
+        obs_shape = self.spaces[DEFAULT_MODULE_ID][0].shape
+        if obs_shape is None:
+            raise ValueError(f"{algo_name(self)} needs an observation space with a shape")
         self.obs_filter = ObservationFilter(
-            obs_space.shape, clip=self.config.obs_clip, enabled=bool(self.config.observation_filter)
+            obs_shape, clip=self.config.obs_clip, enabled=bool(self.config.observation_filter)
         )
         self.pool = AsyncJobPool(self.env_runner_group, jobs_in_flight=self.config.jobs_in_flight_per_env_runner)
         self.update_index = 0  # u
@@ -80,7 +102,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
             "useful_runner_s": 0.0,
         }
         self.steps = StepAccount()
-        self._t_first_update = None  # wall clock of the first training_step (updates_per_s)
+        self._t_first_update: float | None = None  # wall clock of the first training_step (updates_per_s)
         self.eval_return_ema: float | None = None  # R̄, DSGD's reward (observe_evaluations)
         self.theta = self._on_learner(lambda learner: learner.get_flat())
         self.sampler = self.config.make_sampler(self.theta.size)
@@ -97,8 +119,14 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         that nothing is set before ``super().setup`` and nothing is published twice."""
 
     # -- helpers ----------------------------------------------------------------------------
-    def _on_learner(self, fn):
-        return self.learner_group.foreach_learner(fn).result_or_errors[0].get()
+    def _on_learner(self, fn: Callable[[BlackBoxLearner], _T]) -> _T:
+        """``fn`` of the (one) learner, its result."""
+
+        def call(learner: Learner, *_: Any) -> _T:
+            return fn(cast("BlackBoxLearner", learner))
+
+        result: _T = self.learner_group.foreach_learner(call).result_or_errors[0].get()
+        return result
 
     @property
     def num_runners(self) -> int:
@@ -121,14 +149,30 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         self.batch_seed += 1
         return self.batch_seed
 
-    def call_size(self, n: int) -> int:
-        """Perturbations per remote call: fixed, or ``auto`` ≈ 4 calls per runner per batch."""
-        per_call = self.config.perturbations_per_call
-        if per_call == "auto":
-            return max(1, n // (4 * self.num_runners))
-        return int(per_call)
+    def call_size(self, n: int, kind: str = "PerturbationJob") -> int:
+        """Jobs per remote call for a batch of ``n`` jobs of ``kind``: fixed, or ``auto``, sized by work.
 
-    def submit_perturbations(self, seed: int, n: int, indices=None) -> list[int]:
+        ``auto``: a call carries at least ``min_reply_s`` of runner time (the pool's running mean of a
+        job's runner time, :meth:`AsyncJobPool.typical_job_work_s`), so that Ray's per-call cost
+        (~1 ms of driver and runner time) stays small beside the episodes however short they are
+        (OpenAI ES's workers send one message per ≥ 0.2 s); at least ``n / (4 runners)`` (four calls
+        per runner per batch: long episodes balance well); at most ``⌈n / (runners × jobs in flight
+        per runner)⌉``, so that the calls in flight hold about one batch: a synchronous batch stays
+        spread over the runners, and DFD's returns stay within about an update of their θ. Before a
+        job of ``kind`` has finished, the second rule alone.
+        """
+        per_call = self.config.perturbations_per_call
+        if per_call != "auto":
+            return int(per_call)
+        runners = self.num_runners
+        size = max(1, n // (4 * runners))
+        work_s = self.pool.typical_job_work_s(kind)
+        min_reply_s = float(self.config.min_reply_s)
+        if work_s is not None and min_reply_s > 0:
+            size = max(size, math.ceil(min_reply_s / max(work_s, 1e-6)))
+        return max(1, min(size, math.ceil(n / (runners * max(self.pool.jobs_in_flight, 1)))))
+
+    def submit_perturbations(self, seed: int, n: int, indices: Iterable[int] | None = None) -> list[int]:
         """Queues rows ``indices`` (default all n) of batch ``seed``; returns their job ids."""
         indices = list(range(n) if indices is None else indices)
         size = self.call_size(n)
@@ -181,13 +225,13 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         return out
 
     def submit_unperturbed(self, episodes: int) -> list[int]:
-        """Queues ``episodes`` one-episode evaluations of θ_u (one job each); returns their ids."""
-        ids = []
-        for _ in range(episodes):
-            job = EvaluationJob(id=self.pool.new_job_id(), env_seed=self.eval_env_seed())
-            self.pool.submit([job])
-            ids.append(job.id)
-        return ids
+        """Queues ``episodes`` one-episode evaluations of θ_u (one job each; calls sized by
+        :meth:`call_size`); returns their ids."""
+        jobs = [EvaluationJob(id=self.pool.new_job_id(), env_seed=self.eval_env_seed()) for _ in range(episodes)]
+        size = self.call_size(episodes, "EvaluationJob")
+        for start in range(0, len(jobs), size):
+            self.pool.submit(jobs[start : start + size])
+        return [job.id for job in jobs]
 
     def job_env_seed(self, batch_seed: int) -> tuple[int, ...] | None:
         """Entropy of a perturbation job's episodes under ``common_random_numbers`` (else None)."""
@@ -318,7 +362,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
                 ok.append(r)
         return ok, failed
 
-    def observe_evaluations(self, returns) -> None:
+    def observe_evaluations(self, returns: Iterable[float]) -> None:
         """Folds returns of the unperturbed θ into R̄, the running mean DSGD compares (Eq. 20–21).
 
         One signal for every black-box algorithm: R̄ ← a·R̄ + (1 − a)·R per evaluation return R, in
@@ -430,7 +474,13 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         pass
 
     @override(Algorithm)
-    def get_state(self, components=None, *, not_components=None, **kwargs):
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> StateDict:
         state = super().get_state(components, not_components=not_components, **kwargs)
         state[BLACKBOX] = {
             "update_index": self.update_index,
@@ -444,7 +494,7 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
         return state
 
     @override(Algorithm)
-    def set_state(self, state) -> None:
+    def set_state(self, state: StateDict) -> None:
         super().set_state(state)
         own = state.get(BLACKBOX)
         if own is not None:

@@ -137,6 +137,7 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
     perturbations_per_call: int | Literal["auto"]
     batch_seed_offset: int
     common_random_numbers: bool
+    min_reply_s: float
 
     SETTINGS = {
         "noise_stdev": Setting(
@@ -187,7 +188,16 @@ class BlackBoxConfig(Configurable, KeepsMinusOneSettings, AlgorithmConfig):
         "max_episode_steps": Setting(
             None, int, ge=1, also=(None,), doc="step cap: the env's time limit, else 10 000 (counted)"
         ),
-        "perturbations_per_call": Setting("auto", int, ge=1, also=("auto",), doc="perturbations per remote call"),
+        "perturbations_per_call": Setting(
+            "auto", int, ge=1, also=("auto",), doc="perturbations per remote call; `auto`: sized by work"
+        ),
+        "min_reply_s": Setting(
+            0.2,
+            float,
+            ge=0,
+            source="OpenAI ES (≥ 0.2 s of episodes per message)",
+            doc="`auto` calls carry at least this much runner time (in flight: about one batch at most)",
+        ),
         "batch_seed_offset": Setting(0, int, doc="added to every batch seed (seeded runs draw other batches)"),
         "common_random_numbers": Setting(False, bool, doc="seed every episode from its job"),
         "num_env_runners": Setting(2, int, ge=0, rllib=True, doc="RLlib setting, family default"),

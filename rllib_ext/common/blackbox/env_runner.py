@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, cast
 
+import gymnasium as gym
 import numpy as np
 import ray
 import torch
@@ -40,9 +42,13 @@ from rllib_ext.common.blackbox.protocol import (
     Reply,
     theta_digest,
 )
+from rllib_ext.common.blackbox.rl_module import BlackBoxRLModule
 from rllib_ext.common.policies import check_policy_spec
 from rllib_ext.common.validation import make_single_env
 from rllib_ext.common.waits import get_within
+
+if TYPE_CHECKING:
+    from rllib_ext.common.blackbox.config import BlackBoxConfig
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +57,31 @@ PERTURBATION_STREAM, EVALUATION_STREAM = 1, 2
 
 #: Step cap of an env without its own time limit (``max_episode_steps=None``).
 DEFAULT_MAX_EPISODE_STEPS = 10_000
+
+
+def all_finite(obs: Any) -> bool:
+    """Whether every number of an observation is finite (the exact check, any observation)."""
+    return bool(np.isfinite(obs).all())
+
+
+def finite_check(space: gym.Space[Any]) -> Callable[[Any], bool]:
+    """The observation check of an env with observation space ``space``: :func:`all_finite`, or for a
+    1-d float Box an exact check ~5× cheaper (one env step of a short episode spends ~10% in the
+    exact one): obs·0 is 0 when every number is finite and NaN otherwise (0·inf is NaN), and it
+    cannot overflow. Anything else (another shape or type) takes the exact check."""
+    if not (isinstance(space, gym.spaces.Box) and len(space.shape) == 1 and np.issubdtype(space.dtype, np.floating)):
+        return all_finite
+    zeros = np.zeros(space.shape, dtype=space.dtype)
+
+    def vector_all_finite(obs: Any) -> bool:
+        if type(obs) is np.ndarray and obs.shape == zeros.shape:
+            try:
+                return math.isfinite(obs.dot(zeros))
+            except FloatingPointError:  # np.seterr(invalid="raise") and an inf: not finite
+                pass
+        return all_finite(obs)
+
+    return vector_all_finite
 
 
 def episode_seed(entropy: tuple[int, ...] | None, k: int) -> int | None:
@@ -65,7 +96,7 @@ class EpisodeRecord:
 
     __slots__ = ("ret", "length")
 
-    def __init__(self, ret: float, length: int):
+    def __init__(self, ret: float, length: int) -> None:
         self.ret, self.length = ret, length
 
     def get_return(self) -> float:
@@ -82,7 +113,7 @@ class EpisodeFailed(Exception):
         steps: Env steps the episode simulated before it failed, the failing ``step()`` included.
     """
 
-    def __init__(self, message: str, steps: int = 0):
+    def __init__(self, message: str, steps: int = 0) -> None:
         super().__init__(message)
         self.steps = int(steps)
 
@@ -96,16 +127,26 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     :meth:`set_state`, :meth:`get_spaces`, :meth:`get_metrics`, :meth:`assert_healthy`.
     """
 
-    def __init__(self, *, config: AlgorithmConfig, **kwargs):
+    config: BlackBoxConfig
+    # RLlib's EnvRunner.__init__ sets both to None (unannotated); make_env/make_module build them.
+    env: gym.Env[Any, Any]  # type: ignore[assignment]
+    module: BlackBoxRLModule
+
+    def __init__(self, *, config: AlgorithmConfig, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
         torch.set_num_threads(1)
         self.worker_index = kwargs.get("worker_index", 0) or 0
         self.make_env()
         self.make_module()
+        obs_shape = self.env.observation_space.shape
+        if obs_shape is None:
+            raise ValueError(
+                f"{type(self).__name__} needs an observation space with a shape, got {self.env.observation_space}"
+            )
         self.obs_filter = ObservationFilter(
-            self.env.observation_space.shape,
-            clip=config.obs_clip,
-            enabled=bool(config.observation_filter),
+            obs_shape,
+            clip=self.config.obs_clip,
+            enabled=bool(self.config.observation_filter),
         )
         self.version = -1
         self._theta = self.module.get_flat()
@@ -113,6 +154,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self._samplers: dict[int, samplers_lib.PerturbationSampler] = {}
         self._noise: np.ndarray | None = None  # the shared noise table (read-only, Ray's object store)
         self._noise_tables: dict[int, NoiseTable] = {}
+        self._perturb_buf: np.ndarray | None = None  # θ_u + σε of the job running (_perturb_into_buffer)
         self._rng = np.random.default_rng(int(self._seed or 0) + 7919 * self.worker_index)
         self._done_returns: list[float] = []
         self._done_lengths: list[int] = []
@@ -122,11 +164,12 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     def make_env(self) -> None:
         if self.env is not None:
             try:
-                self.env.close()
+                self.env.close()  # type: ignore[no-untyped-call]  # gymnasium's Env.close is unannotated
             except Exception:  # noqa: BLE001 - a broken env may fail to close; we replace it
                 pass
         self.env = make_single_env(self.config, self.worker_index, self.num_workers)
         self.step_cap = self._step_cap()
+        self._obs_finite = finite_check(self.env.observation_space)
         seed = None if self._seed is None else int(self._seed)
         self.env.reset(seed=seed)
         if seed is not None:
@@ -150,9 +193,10 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         return DEFAULT_MAX_EPISODE_STEPS
 
     @override(EnvRunner)
-    def make_module(self):
+    def make_module(self) -> None:
         spec = self.config.get_rl_module_spec(env=self.env, spaces=self.get_spaces(), inference_only=True)
-        self.module = spec.build()
+        # validate() checked that a user's module is a BlackBoxRLModule (check_user_module).
+        self.module = cast(BlackBoxRLModule, spec.build())
         check_policy_spec(self.env.action_space, self.config.policy_head, self.config.policy_activation)
         # The episode loop acts through the numpy twin (no per-step torch overhead); the torch
         # module keeps the same parameters for what needs autograd (CV-ES's PG, TD3 training).
@@ -160,16 +204,16 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         self._params, self._module_synced = self.module.get_flat(), True
 
     @override(EnvRunner)
-    def assert_healthy(self):
+    def assert_healthy(self) -> None:
         assert self.env is not None and self.module is not None
 
     @override(EnvRunner)
-    def get_spaces(self):
+    def get_spaces(self) -> dict[str, tuple[gym.Space[Any], gym.Space[Any]]]:
         spaces = (self.env.observation_space, self.env.action_space)
         return {INPUT_ENV_SPACES: spaces, INPUT_ENV_SINGLE_SPACES: spaces, DEFAULT_MODULE_ID: spaces}
 
     @override(EnvRunner)
-    def sample(self, *, num_episodes: int = 1, explore: bool = False, **kwargs) -> list[EpisodeRecord]:
+    def sample(self, *, num_episodes: int = 1, explore: bool = False, **kwargs: Any) -> list[EpisodeRecord]:
         """Episodes of the unperturbed policy (used by ``rllib evaluate`` and evaluation)."""
         self.set_params(self._theta)
         out = []
@@ -179,9 +223,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         return out
 
     @override(EnvRunner)
-    def get_metrics(self):
+    def get_metrics(self) -> dict[str, float]:
         rets, lens = self._done_returns, self._done_lengths
-        metrics = {NUM_EPISODES: len(rets), NUM_ENV_STEPS_SAMPLED: int(sum(lens))}
+        metrics: dict[str, float] = {NUM_EPISODES: len(rets), NUM_ENV_STEPS_SAMPLED: int(sum(lens))}
         if rets:
             metrics.update(
                 {
@@ -195,7 +239,13 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         return metrics
 
     @override(Checkpointable)
-    def get_state(self, components=None, *, not_components=None, **kwargs):
+    def get_state(
+        self,
+        components: str | Collection[str] | None = None,
+        *,
+        not_components: str | Collection[str] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         self.module.set_flat(self._theta)
         self._module_synced = False
         return {
@@ -206,7 +256,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         }
 
     @override(Checkpointable)
-    def set_state(self, state):
+    def set_state(self, state: dict[str, Any]) -> None:
         if COMPONENT_RL_MODULE in state:
             module_state = state[COMPONENT_RL_MODULE]
             if isinstance(module_state, ray.ObjectRef):
@@ -225,17 +275,17 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             self.num_env_steps_sampled_lifetime = state[NUM_ENV_STEPS_SAMPLED_LIFETIME]
 
     @override(Checkpointable)
-    def get_ctor_args_and_kwargs(self):
+    def get_ctor_args_and_kwargs(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         return (), {"config": self.config}
 
     @override(Checkpointable)
-    def get_checkpointable_components(self):
+    def get_checkpointable_components(self) -> list[tuple[str, Checkpointable]]:
         return []
 
     @override(EnvRunner)
-    def stop(self):
+    def stop(self) -> None:
         if self.env is not None:
-            self.env.close()
+            self.env.close()  # type: ignore[no-untyped-call]  # gymnasium's Env.close is unannotated
 
     # -- The black-box job protocol ---------------------------------------------------------
     def adopt(self, version: int, payload: Payload) -> None:
@@ -255,8 +305,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         The torch module gets them only when something needs autograd (:meth:`sync_module`):
         copying θ into torch costs ~0.4 ms, a whole short episode's worth of steps.
         """
-        # The numpy policy keeps views into θ: every θ here is a fresh array or θ_u, which is
-        # replaced on adopt, never changed in place, so no copy is needed.
+        # The numpy policy keeps views into θ: every θ here is a fresh array, θ_u (replaced on
+        # adopt, never changed in place) or the runner's perturbation buffer, which is rewritten
+        # only for the next job, so no copy is needed.
         self._params = np.ascontiguousarray(theta, dtype=np.float32)
         self.fast_policy.set_flat(self._params)
         self._module_synced = False
@@ -288,7 +339,24 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             eps = self._sampler(dim).perturbation(seed, n, index)
         else:
             eps = self._noise_table(dim).row(noise_offset, index)
-        return self._theta + np.float32(self.config.noise_stdev) * eps
+        theta: np.ndarray = self._theta + np.float32(self.config.noise_stdev) * eps
+        return theta
+
+    def _perturb_into_buffer(self, job: PerturbationJob) -> np.ndarray:
+        """:meth:`perturbed_theta` of ``job`` (the same numbers), written into one buffer kept for
+        the runner's jobs: no allocation per job, and the numpy policy's views into the buffer stay
+        valid (``NumpyPolicy.set_flat`` of the same array rebuilds nothing). The buffer is
+        overwritten by the next job: what needs θ_i past the job copies it (``sync_module``)."""
+        theta, sigma = self._theta, np.float32(self.config.noise_stdev)
+        buf = self._perturb_buf
+        if buf is None or buf.shape != theta.shape:
+            buf = self._perturb_buf = np.empty_like(theta, dtype=np.float32)
+        if job.noise_offset is None:
+            np.multiply(self._sampler(theta.size).perturbation(job.seed, job.n, job.index), sigma, out=buf)
+        else:
+            self._noise_table(theta.size).scaled_row_into(buf, job.noise_offset, job.index, sigma)
+        buf += theta
+        return buf
 
     def run_jobs(self, call: Call) -> Reply:
         """Runs every job of ``call`` with the payload of ``call.version`` (fetched when new here)."""
@@ -307,7 +375,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
     def run_job(self, job: Job) -> EpisodeResult:
         """One job: a perturbation θ_u + σε_index or θ_u itself (an :class:`EvaluationJob`)."""
         if isinstance(job, PerturbationJob):
-            self.set_params(self.perturbed_theta(job.seed, job.n, job.index, job.noise_offset))
+            self.set_params(self._perturb_into_buffer(job))
             return self.evaluate(job, explore=bool(self.config.explore_perturbations))
         if isinstance(job, EvaluationJob):
             self.set_params(self._theta)
@@ -345,9 +413,13 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             capped += int(was_capped)
             extras.append(self.episode_extras())
         averaged = {key: np.mean([e[key] for e in extras], axis=0) for key in extras[0]} if extras else {}
+        if len(returns) == 1:  # the usual job: np.mean of one number costs ~5 µs, a short episode's 5%
+            ret = float(returns[0])
+        else:
+            ret = float(np.mean(returns)) if returns else float("nan")
         return self.result_cls(
             job=job,
-            ret=float(np.mean(returns)) if returns else float("nan"),
+            ret=ret,
             returns=tuple(returns),
             length=length,
             failed_steps=failed_steps,
@@ -361,7 +433,9 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             **averaged,
         )
 
-    def _run_episode(self, explore: bool = False, record_obs: bool = True, seed: int | None = None):
+    def _run_episode(
+        self, explore: bool = False, record_obs: bool = True, seed: int | None = None
+    ) -> tuple[float, int, bool]:
         """One full episode with the parameters of :meth:`set_params`: (return, length, capped).
 
         ``capped``: the episode reached :attr:`step_cap` without terminating or truncating itself.
@@ -372,7 +446,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
         Raises:
             EpisodeFailed: The env raised, or returned a non-finite observation or reward.
         """
-        env, policy, obs_filter = self.env, self.fast_policy, self.obs_filter
+        env, policy, obs_filter, obs_finite = self.env, self.fast_policy, self.obs_filter, self._obs_finite
         # Action noise is drawn per episode, in blocks; a seeded episode has its own stream.
         policy.begin_episode(self._rng if seed is None else np.random.default_rng(seed))
         length = 0  # env.step() calls made (the one that fails included)
@@ -380,7 +454,7 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             obs, _ = env.reset(seed=seed)
             total, done, capped, cap = 0.0, False, False, self.step_cap
             while not done:
-                if not np.isfinite(obs).all():
+                if not obs_finite(obs):
                     raise EpisodeFailed(f"non-finite observation at step {length}: {obs}", length)
                 action = policy.act(obs_filter(obs, record=record_obs), explore=explore)
                 length += 1

@@ -166,6 +166,8 @@ class NumpyPolicy:
         theta = np.ascontiguousarray(theta, dtype=_F32)
         if theta.shape != (self.num_params,):
             raise ValueError(f"θ must have shape ({self.num_params},), got {theta.shape}")
+        if theta is getattr(self, "theta", None) and "log_std" not in self._layout:
+            return  # the same array (changed in place, or not at all): the views read it as it is now
         self.theta = theta
 
         def view(name: str) -> np.ndarray:

@@ -99,6 +99,14 @@ class NoiseTable:
             return -eps.astype(np.float32, copy=False)
         return eps.astype(np.float32, copy=False)
 
+    def scaled_row_into(self, out: np.ndarray, offset: int, index: int, scale: np.float32) -> np.ndarray:
+        """``out[:] = scale · row(offset, index)`` (float32 [d]) without a temporary: the runner's
+        per-job θ_u + σε (the same numbers as ``scale * row(...)``: σ·(−ε) = −(σ·ε) exactly)."""
+        eps = self.noise[int(offset) : int(offset) + self.dim]
+        sign = -1 if self.antithetic and int(index) % 2 == 1 else 1
+        np.multiply(eps, np.float32(sign * scale), out=out)
+        return out
+
     def rows(self, offsets: np.ndarray, indices: Sequence[int] | np.ndarray) -> np.ndarray:
         """ε of many rows, float32 [n, d]: one indexed copy of the slices."""
         eps: np.ndarray = self.windows[np.asarray(offsets, dtype=np.int64)].astype(np.float32, copy=False)

@@ -49,7 +49,7 @@ import dataclasses
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import ray
@@ -119,6 +119,8 @@ class AsyncJobPool:
         self.num_credit_mismatches = 0
         self._digests: collections.OrderedDict[int, int] = collections.OrderedDict()  # version -> θ digest
         self._typical_job_s: dict[str, float] = {}  # call kind -> running mean of call duration / jobs
+        self._work_job_s: dict[str, float] = {}  # call kind -> running mean of runner busy time / jobs
+        self.num_calls_sent = 0
         self.sync_health()
 
     # -- publishing and submitting ----------------------------------------------------------
@@ -137,7 +139,7 @@ class AsyncJobPool:
     def new_job_id(self) -> int:
         return next(self._ids)
 
-    def submit(self, jobs: list[Job]) -> None:
+    def submit(self, jobs: Sequence[Job]) -> None:
         """Queues one call of ``jobs`` with the version and payload published now; sent by :meth:`pump`."""
         if jobs:
             stamped = tuple(dataclasses.replace(j, version=self._version) for j in jobs)
@@ -157,6 +159,13 @@ class AsyncJobPool:
     @property
     def num_in_flight(self) -> int:
         return len(self._by_ref)
+
+    def typical_job_work_s(self, kind: str) -> float | None:
+        """Usual runner time of one job of calls of ``kind`` (busy time / jobs; None before one finished).
+
+        What sizes calls by work (``BlackBoxAlgorithm.call_size``): unlike :meth:`typical_call_s` it
+        leaves out the time a call waits in the runner's queue and Ray's call path."""
+        return self._work_job_s.get(kind)
 
     def typical_call_s(self, call: Call) -> float | None:
         """Usual duration, send to reply, of a call like ``call`` (None before one of its kind finished)."""
@@ -248,6 +257,7 @@ class AsyncJobPool:
             if len(calls) < self.jobs_in_flight:  # the queue ran dry: it keeps its place in line
                 self._in_free.add(rid)
                 self._free.appendleft(rid)
+        self.num_calls_sent += sent
         return sent
 
     def _receive(self, send: bool, timeout_s: float) -> list[Reply]:
@@ -277,6 +287,9 @@ class AsyncJobPool:
             per_job = (now - sent.t_sent) / len(sent.call.jobs)
             typical = self._typical_job_s.get(sent.kind)
             self._typical_job_s[sent.kind] = per_job if typical is None else 0.9 * typical + 0.1 * per_job
+            work = reply.busy_s / len(sent.call.jobs)
+            usual = self._work_job_s.get(sent.kind)
+            self._work_job_s[sent.kind] = work if usual is None else 0.8 * usual + 0.2 * work
             self.busy_s[sent.runner] += reply.busy_s
             for r in reply.results:
                 if not self._credit_ok(r):

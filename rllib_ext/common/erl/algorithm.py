@@ -99,7 +99,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     """
 
     # Set by Algorithm.setup before setup_state (RLlib types them Optional).
-    config: ERLConfig  # type: ignore[assignment]  # checked against Tune's Trainable.config (a dict) as well
+    config: ERLConfig  # narrows BlackBoxAlgorithm.config
     metrics: MetricsLogger
     spaces: dict[str, tuple[gym.Space[Any], gym.Space[Any]]]
 

@@ -51,6 +51,7 @@ UNUSED_BLACKBOX_SETTINGS = (
     "eval_return_ema",
     "episodes_per_job",
     "perturbations_per_call",
+    "min_reply_s",
 )
 
 

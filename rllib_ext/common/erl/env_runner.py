@@ -71,7 +71,7 @@ class ERLEnvRunner(BlackBoxEnvRunner):
     result_cls = ERLResult
 
     config: ERLConfig
-    env: gym.Env[Any, Any]  # type: ignore[assignment]  # RLlib's EnvRunner.__init__ sets None, unannotated
+    env: gym.Env[Any, Any]  # BlackBoxEnvRunner declares it too (RLlib's EnvRunner.__init__ sets None)
 
     def __init__(self, *, config: AlgorithmConfig, **kwargs: Any) -> None:
         self._var: np.ndarray | None = None

@@ -148,3 +148,49 @@ def test_sample_returns_episodes_with_returns_and_lengths():
     episodes = runner.sample(num_episodes=3, explore=False)
     assert [len(e) for e in episodes] == [7, 7, 7]
     assert all(0 <= e.get_return() <= 7 for e in episodes)
+
+
+@pytest.mark.parametrize(
+    "sampler, noise_table, dtype",
+    [("antithetic", True, "float32"), ("antithetic", True, "float16"), ("gaussian", False, "float32")],
+)
+def test_a_job_runs_exactly_perturbed_theta_through_the_reused_buffer(sampler, noise_table, dtype):
+    """The runner writes θ_u + σε into one buffer per job (no allocation): bit for bit perturbed_theta's."""
+    from rllib_ext.common.blackbox import Payload
+    from rllib_ext.common.blackbox.noise_table import make_noise
+
+    runner, _ = make_runner(sampler=sampler, noise_stdev=0.05, noise_table=noise_table, noise_table_dtype=dtype)
+    theta = runner.module.get_flat()
+    runner.adopt(0, Payload(theta=theta, noise=make_noise(4096, 1, dtype) if noise_table else None))
+    for index in range(4):
+        job = perturbation(index, index, n=4, noise_offset=37 * (index // 2) if noise_table else None)
+        runner.run_jobs(call([job]))
+        expected = runner.perturbed_theta(5, 4, index, job.noise_offset)
+        np.testing.assert_array_equal(runner.fast_policy.theta, expected)
+        # The policy's views read the buffer as rewritten for this job: the actions of θ_i.
+        obs = np.linspace(-1, 1, runner.env.observation_space.shape[0]).astype(np.float32)
+        from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
+
+        fresh = NumpyPolicy(runner.module.policy)
+        fresh.set_flat(expected.copy())
+        np.testing.assert_array_equal(runner.fast_policy.forward(obs), fresh.forward(obs))
+
+
+@pytest.mark.parametrize(
+    "obs", [[0.0, 1.0], [np.nan, 0.0], [np.inf, 1.0], [-np.inf, 0.0], [1e30, 1e30], [3e38, -3e38], [1e-45, 0.0]]
+)
+def test_the_fast_observation_check_is_exact(obs):
+    import gymnasium as gym
+
+    from rllib_ext.common.blackbox.env_runner import all_finite, finite_check
+
+    for dtype in (np.float32, np.float64):
+        check = finite_check(gym.spaces.Box(-np.inf, np.inf, (2,), dtype))
+        assert check is not all_finite
+        for x in (np.array(obs, dtype=dtype), np.array(obs, dtype=dtype)[::-1].copy(), list(obs), np.array([obs])):
+            expected = bool(np.isfinite(x).all())
+            assert check(x) == all_finite(x) == expected
+            with np.errstate(all="raise"):
+                assert check(x) == expected
+    assert finite_check(gym.spaces.Box(0, 1, (2, 2))) is all_finite
+    assert finite_check(gym.spaces.Discrete(3)) is all_finite

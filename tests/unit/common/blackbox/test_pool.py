@@ -371,3 +371,38 @@ def test_collect_counts_every_step_of_every_reply_and_books_where_it_went(pool):
     runners = algo.metrics.reduce()["env_runners"]
     assert runners["num_env_steps_sampled_lifetime"] == 29
     assert runners["env_steps_used_lifetime"] == 14 and runners["env_steps_pending"] == 0
+
+
+def test_the_pool_learns_a_jobs_runner_time_per_kind_from_busy_time(pool):
+    pool.publish(0, payload(0))
+    pool.submit(jobs(pool, n=4))
+    pool.pump()
+    assert pool.typical_job_work_s("PerturbationJob") is None  # nothing finished yet
+    pool.group.finish(0, busy_s=0.4)
+    pool.poll(timeout_s=0.0)
+    assert pool.typical_job_work_s("PerturbationJob") == pytest.approx(0.1)  # busy time / jobs
+    assert pool.typical_job_work_s("EvaluationJob") is None and pool.num_calls_sent == 1
+
+
+@pytest.mark.parametrize(
+    "n, runners, job_s, min_reply_s, expected",
+    [
+        (40, 2, None, 0.2, 5),  # nothing measured yet: four calls per runner per batch
+        (40, 2, 2e-4, 0.2, 10),  # short episodes: the calls in flight hold one batch, not 1000 jobs each
+        (6000, 2, 2e-4, 0.2, 1000),  # a long stream: 0.2 s of episodes per call
+        (1000, 2, 0.3, 0.2, 125),  # long episodes: still four calls per runner per batch
+        (40, 2, 2e-4, 0.0, 5),  # min_reply_s = 0: the old rule
+        (3, 8, 2e-4, 0.2, 1),  # fewer jobs than runners
+    ],
+)
+def test_auto_calls_are_sized_by_work_within_a_runners_share(n, runners, job_s, min_reply_s, expected):
+    from rllib_ext.common.blackbox.algorithm import BlackBoxAlgorithm
+
+    algo = types.SimpleNamespace(
+        config=types.SimpleNamespace(perturbations_per_call="auto", min_reply_s=min_reply_s),
+        num_runners=runners,
+        pool=types.SimpleNamespace(typical_job_work_s=lambda kind: job_s, jobs_in_flight=2),
+    )
+    assert BlackBoxAlgorithm.call_size(algo, n) == expected
+    algo.config.perturbations_per_call = 7
+    assert BlackBoxAlgorithm.call_size(algo, n) == 7
