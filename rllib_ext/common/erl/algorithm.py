@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
-from typing import Any, Protocol, TypeVar, cast
+from collections.abc import Collection
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -18,7 +18,6 @@ from ray.rllib.utils.typing import StateDict
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 
 from rllib_ext.common.blackbox import BLACKBOX, BlackBoxAlgorithm
-from rllib_ext.common.blackbox.learner import BlackBoxLearner
 from rllib_ext.common.blackbox.protocol import EpisodeResult, IndividualJob
 from rllib_ext.common.erl.config import ERLConfig
 from rllib_ext.common.erl.critic_worker import CriticHandle, critic_worker_actor
@@ -48,24 +47,6 @@ LIFETIME_COUNTERS = (
 
 
 _T = TypeVar("_T")
-
-
-class _BlackBoxBase(Protocol):
-    """:class:`BlackBoxAlgorithm`'s methods that this module calls and that are not annotated yet
-    (``common/blackbox/algorithm.py`` is not strict yet), with the signatures they are called with
-    here. It goes once that module is annotated."""
-
-    def setup(self, config: AlgorithmConfig) -> None: ...
-
-    def get_state(
-        self,
-        components: str | Collection[str] | None = None,
-        *,
-        not_components: str | Collection[str] | None = None,
-        **kwargs: Any,
-    ) -> StateDict: ...
-
-    def _on_learner(self, fn: Callable[[BlackBoxLearner], _T]) -> _T: ...
 
 
 def check_gpus(config: ERLConfig) -> None:
@@ -125,7 +106,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         if not isinstance(config, ERLConfig):
             raise TypeError(f"{type(self).__name__} takes an ERLConfig, got a {type(config).__name__}")
         check_gpus(config)  # before any actor starts
-        cast(_BlackBoxBase, super()).setup(config)
+        super().setup(config)
 
     @override(BlackBoxAlgorithm)
     def setup_state(self) -> None:
@@ -260,7 +241,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
     def sync_mu_to_learner(self) -> None:
         """Writes μ into the learner's module, so RLlib's checkpoints and `rllib evaluate` use it."""
         mu = self.mu
-        cast(_BlackBoxBase, self)._on_learner(lambda learner: learner._policy_module().set_flat(mu))
+        self._on_learner(lambda learner: learner._policy_module().set_flat(mu))
 
     def free_slots(self) -> int:
         return int(self.pool.num_healthy * self.pool.jobs_in_flight - self.pool.num_in_flight - self.pool.num_queued)
@@ -317,7 +298,7 @@ class ERLAlgorithm(BlackBoxAlgorithm):
         **kwargs: Any,
     ) -> StateDict:
         self.sync_mu_to_learner()
-        return cast(_BlackBoxBase, super()).get_state(components, not_components=not_components, **kwargs)
+        return super().get_state(components, not_components=not_components, **kwargs)
 
     @override(BlackBoxAlgorithm)
     def set_state(self, state: StateDict) -> None:
