@@ -1,6 +1,7 @@
 """rllib_ext's modules import one another one way only: no import circle anywhere in the package.
 
-Every import counts, those inside functions (RLlib's lazy ``get_default_learner_class``) too. In
+Every import that runs counts, those inside functions (RLlib's lazy ``get_default_learner_class``)
+too; imports under ``if TYPE_CHECKING:`` are for annotations only and never run. In
 IMPACT's package, for example, the formula module (``losses``) holds its own constants, the learner
 its own, and the algorithm module imports both, never the other way round.
 """
@@ -22,14 +23,28 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join([PACKAGE, *parts])
 
 
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    """The ids of the nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations, never run)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            skipped |= {id(inner) for stmt in node.body for inner in ast.walk(stmt)}
+    return skipped
+
+
 def import_graph() -> dict[str, set[str]]:
-    """Module -> the package's modules it imports (anywhere in its source, package ``__init__`` s aside)."""
+    """Module -> the package's modules it imports at run time (anywhere in its source, lazy imports
+    included; ``if TYPE_CHECKING:`` imports and package ``__init__`` s aside)."""
     root = Path(package.__file__).parent
     modules = {_module_name(path, root): path for path in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         targets = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
             if isinstance(node, ast.Import):
                 targets |= {alias.name for alias in node.names}
             elif isinstance(node, ast.ImportFrom) and node.module:
@@ -60,6 +75,13 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if node not in state and (cycle := visit(node)):
             return cycle
     return None
+
+
+def test_imports_for_annotations_only_are_not_edges():
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import b\nimport c\n")
+    skipped = _type_checking_only(tree)
+    imported = [n.names[0].name for n in ast.walk(tree) if isinstance(n, ast.Import) and id(n) not in skipped]
+    assert imported == ["c"]
 
 
 def test_the_cycle_finder_finds_a_circle():
