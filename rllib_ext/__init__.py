@@ -21,7 +21,7 @@ def __getattr__(name):
     for spec in _registry.ALGORITHMS.values():
         for path in (spec.config_path, spec.algo_path):
             if path.rpartition(":")[2] == name:
-                return _registry._load(path)
+                return _registry.load(path)
     raise AttributeError(f"module 'rllib_ext' has no attribute {name!r}")
 
 

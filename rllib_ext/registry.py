@@ -156,19 +156,20 @@ ENVS: dict[str, str] = {
 _import_errors: dict[str, str] = {}
 
 
-def _load(path: str):
+def load(path: str):
+    """The object at ``"module:name"`` (imports the module)."""
     module_name, _, attr = path.partition(":")
     return getattr(importlib.import_module(module_name), attr)
 
 
 def get_algorithm_class(name: str) -> type:
     """Returns the Algorithm class registered under ``name`` (imports its module)."""
-    return _load(ALGORITHMS[name].algo_path)
+    return load(ALGORITHMS[name].algo_path)
 
 
 def get_config_class(name: str) -> type:
     """Returns the AlgorithmConfig class of the algorithm registered under ``name``."""
-    return _load(ALGORITHMS[name].config_path)
+    return load(ALGORITHMS[name].config_path)
 
 
 def import_errors() -> dict[str, str]:

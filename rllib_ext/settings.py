@@ -54,7 +54,6 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import importlib
 import inspect
 import math
 import os
@@ -313,12 +312,6 @@ def annotation_errors(cls: type) -> list[str]:
     return errors
 
 
-def _import(path: str) -> Any:
-    """The object at ``"module:name"``."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 if TYPE_CHECKING:
     # The mixin's super() is the AlgorithmConfig it is mixed into (at run time it derives from object).
     _MixedIntoConfig = AlgorithmConfig
@@ -368,7 +361,9 @@ class Configurable(_MixedIntoConfig):
         """:attr:`LEARNER_CLASS`, imported now (else the base class's)."""
         if self.LEARNER_CLASS is None:
             return super().get_default_learner_class()
-        return _import(self.LEARNER_CLASS)
+        from rllib_ext.registry import load
+
+        return load(self.LEARNER_CLASS)
 
     @override(AlgorithmConfig)
     def get_default_rl_module_spec(self) -> Any:
@@ -377,7 +372,9 @@ class Configurable(_MixedIntoConfig):
             return super().get_default_rl_module_spec()
         from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-        return RLModuleSpec(module_class=_import(self.RL_MODULE_CLASS))
+        from rllib_ext.registry import load
+
+        return RLModuleSpec(module_class=load(self.RL_MODULE_CLASS))
 
     @override(AlgorithmConfig)
     def training(self, **kwargs: Any) -> Self:

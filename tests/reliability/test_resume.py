@@ -19,14 +19,12 @@ import os
 
 import pytest
 from ray.rllib.algorithms.algorithm import Algorithm
-from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 from rllib_ext.common.blackbox import BlackBoxConfig
+
+# env_steps: written once, in the module that the old-checkpoint writer also runs on older checkouts.
+from tests.data.checkpoint_digest import env_steps
 from tests.reliability.helpers import NAMES, assert_nested_equal, config_class, learner_state, small_config
-
-
-def env_steps(algo) -> int:
-    return int(algo.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0))
 
 
 def own_state(algo):
