@@ -4,7 +4,9 @@
 # run (the copy there has no git). Needs the ignored bundle .devbundle/site.tar.xz (carry it).
 #   gpu    the CUDA tests (skipped without a GPU), then IMPACT_EXT (learner on the GPU) and DFD_EXT
 #          with 15 runners on Hopper-v5 (benchmarks/throughput.py rows)
-#   scale  IMPACT_EXT vs APPO (matched) at 4/16/32/8 runners of a fixed-cost env, 0 and 2 learners
+#   scale  IMPACT_EXT vs APPO (matched) at 4/32/16 runners of a fixed-cost env, 0 and 2 learners
+#          (2026-11-28, H200: the gpu stage took 324 s; this one ran past 420 s before its last two
+#          runs: builds take 9-36 s each; give it a whole call)
 # Rows and logs go to $OUT.
 set -u
 stage=$1 code=$2
@@ -26,10 +28,10 @@ gpu)
     --out $OUT/throughput.jsonl 2>&1 | grep -E "^(IMPACT|APPO|DFD)|Error"
   ;;
 scale)
-  for r in 4 16 32 8; do
+  for r in 4 32 16; do
     timeout 150 python3 -m benchmarks.throughput --algos IMPACT_EXT APPO --matched --runners $r --learners 0 2 \
       --env rllib_ext/VariableLength-v0 --env-config '{"min_len": 100, "max_len": 100, "step_sleep_s": 0.001}' \
-      --seconds 12 --warmup-iters 2 --num-cpus 48 --common "$common" --code "$code" --label lent-16core \
+      --seconds 8 --warmup-iters 2 --num-cpus 48 --common "$common" --code "$code" --label lent-16core \
       --out $OUT/throughput.jsonl 2>&1 | grep -E "^(IMPACT|APPO|DFD)|Error"
   done
   ;;
