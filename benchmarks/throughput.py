@@ -21,6 +21,9 @@ result and the last measured one):
   holding the learner threads at an agreed draw (``hold_learners``: every learner draws on to the
   largest draw count any started, then pauses), and ``hold_fraction`` of the window — the cost of
   keeping several learners' buffers in step;
+- ``runner_alone_steps_per_s`` (with ``--runner-alone-s S`` > 0): one env runner's own rate, its
+  ``sample()`` called back to back on it for S seconds before the warm-up (no learner, no driver
+  loop): the ceiling per runner, against which ``env_steps_sampled_per_s / runners`` reads;
 - ``driver_cpu_s`` (``time.process_time()`` of the driver process: its Python thread, a local
   learner's thread and Ray's threads) beside the wall time, and ``machine_cpu_busy`` (/proc/stat).
 
@@ -102,11 +105,30 @@ def counters(result: dict[str, Any], config: Any) -> dict[str, float]:
     }
 
 
+def runner_alone(instance: Any, config: Any, seconds: float) -> float | None:
+    """Env steps per second of the first remote env runner sampling fragments back to back."""
+    fragment = config.rollout_fragment_length if isinstance(config.rollout_fragment_length, int) else 50
+
+    def loop(runner: Any) -> float:
+        runner.sample(num_timesteps=fragment)
+        t, n = time.perf_counter(), 0
+        while time.perf_counter() - t < seconds:
+            n += sum(len(e) for e in runner.sample(num_timesteps=fragment))
+        return n / (time.perf_counter() - t)
+
+    group = getattr(instance, "env_runner_group", None)
+    if group is None or not group.num_remote_env_runners():
+        return None
+    rates = group.foreach_env_runner(loop, remote_worker_ids=[1], local_env_runner=False, timeout_seconds=seconds + 120)
+    return float(rates[0]) if rates else None
+
+
 def measure(algo: str, args, runners: int, learners: int, repeat: int) -> dict[str, Any]:
     config = build_config(algo, args, runners, learners)
     t_build = time.perf_counter()
     instance = config.build_algo()
     build_s = time.perf_counter() - t_build
+    alone = runner_alone(instance, config, args.runner_alone_s) if args.runner_alone_s > 0 else None
     held = [0.0, 0]
     if hasattr(instance, "hold_learners") and getattr(config, "learner_thread", False):
         original = instance.hold_learners
@@ -166,6 +188,7 @@ def measure(algo: str, args, runners: int, learners: int, repeat: int) -> dict[s
         "hold_fraction": held[0] / wall if held[1] else None,
         "blackbox_updates_per_s": diff["bb_updates"] / wall if diff["bb_updates"] else None,
         "blackbox_worker_utilization": after["bb_util"] if after["bb_util"] >= 0 else None,
+        "runner_alone_steps_per_s": alone,
         "return_mean": metric_of(result, "env_runners/episode_return_mean"),
         "driver_cpu_s": cpu,
         "driver_cpu_share": cpu / wall,
@@ -188,6 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warmup-iters", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--runner-alone-s", type=float, default=0.0, help="first measure one runner alone (s)")
     parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
     parser.add_argument("--label", default="")
     parser.add_argument("--code", default="", help="the commit run (default: git's HEAD here)")
