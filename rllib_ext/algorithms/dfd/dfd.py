@@ -146,6 +146,12 @@ class DFD(BlackBoxAlgorithm):
         )
         m.log_value((BLACKBOX, "returns_carried_over"), len(self.returns.pending), reduce="mean", window=1)
         m.log_value((BLACKBOX, "batches_without_current_returns"), float(not current.any()), reduce="sum")
+        # Every return by its delay where it left the buffer (used or dropped): 0 … U_max, then > U_max.
+        counts = self.returns.delay_counts
+        for n_i, count in enumerate(counts):
+            key = str(n_i) if n_i <= self.returns.u_max else "over_u_max"
+            m.log_value((BLACKBOX, "returns_by_delay_lifetime", key), int(count), reduce="max", window=1)
+        m.log_value((BLACKBOX, "max_delay_lifetime"), self.returns.delay_max, reduce="max", window=1)
         if evals:
             m.log_value((BLACKBOX, "eval_return_mean"), float(np.mean(evals)), reduce="mean", window=1)
         for key, value in {**stats, **info}.items():

@@ -4,7 +4,8 @@ Paper 000 (``../shared/papers/000_918eb0e7bb8ca864.txt``) §3.1–3.2, App. A.2:
 
 - :class:`ReturnBuffer` accepts returns as they arrive, drops those more than ``U_max``
   updates behind (or, for the FD ablation, any delayed return), and hands out batches of
-  exactly N, carrying the extra returns over to the next update (App. A.2).
+  exactly N, carrying the extra returns over to the next update (App. A.2). It counts every
+  return by its delay where it leaves the buffer (:attr:`ReturnBuffer.delay_counts`).
 - :class:`ParameterHistory` keeps θ_{u−U_max} … θ_u for λ_i (Eq. 16–17).
 - :func:`dfd_gradient` is g_DFD (Eq. 18) with the batch standardization of Algorithm 1 and the
   R(θ_u) approximation of Eq. 23.
@@ -59,6 +60,11 @@ class ReturnBuffer:
         n: N, returns per update.
         u_max: U_max; a return of θ_{u−n} with n > U_max is dropped (counted).
         delayed_returns: False gives the FD ablation (Eq. 10): any return with n > 0 is dropped.
+
+    Delays: every return is counted once, by its delay n = u − u_i where it leaves the buffer (u the
+    update that takes it into its batch, or during which it is dropped): ``delay_counts[n]`` for
+    n = 0 … U_max and ``delay_counts[U_max + 1]`` for every n > U_max (what DFD drops as too old);
+    ``delay_max`` is the largest n seen. Returns still pending are not counted yet.
     """
 
     def __init__(self, n: int, u_max: int, delayed_returns: bool = True):
@@ -66,6 +72,14 @@ class ReturnBuffer:
         self.pending: list[EpisodeResult] = []
         self.num_dropped_stale = 0
         self.steps_dropped_stale = 0  # their env steps (wasted)
+        self.delay_counts = np.zeros(self.u_max + 2, dtype=np.int64)
+        self.delay_max = 0
+
+    def _count_delays(self, results: Sequence[EpisodeResult], u: int) -> None:
+        for r in results:
+            delay = u - r.version
+            self.delay_counts[min(max(delay, 0), self.u_max + 1)] += 1
+            self.delay_max = max(self.delay_max, delay)
 
     def _too_old(self, r: EpisodeResult, u: int) -> bool:
         delay = u - r.version
@@ -73,15 +87,16 @@ class ReturnBuffer:
 
     def add(self, results: Sequence[EpisodeResult], u: int) -> int:
         """Adds returns (credited to ``r.version``); returns how many were dropped as too old."""
-        dropped = 0
+        dropped = []
         for r in results:
             if self._too_old(r, u):
-                dropped += 1
+                dropped.append(r)
                 self.steps_dropped_stale += r.length
             else:
                 self.pending.append(r)
-        self.num_dropped_stale += dropped
-        return dropped
+        self.num_dropped_stale += len(dropped)
+        self._count_delays(dropped, u)
+        return len(dropped)
 
     def ready(self) -> bool:
         return len(self.pending) >= self.n
@@ -92,9 +107,12 @@ class ReturnBuffer:
         Returns that became too old while waiting (delay grew past U_max) are dropped first.
         """
         kept = [r for r in self.pending if not self._too_old(r, u)]
-        self.num_dropped_stale += len(self.pending) - len(kept)
-        self.steps_dropped_stale += sum(r.length for r in self.pending) - sum(r.length for r in kept)
+        dropped = [r for r in self.pending if self._too_old(r, u)]
+        self.num_dropped_stale += len(dropped)
+        self.steps_dropped_stale += sum(r.length for r in dropped)
         batch, self.pending = kept[: self.n], kept[self.n :]
+        self._count_delays(dropped, u)
+        self._count_delays(batch, u)
         return batch
 
     def get_state(self) -> dict[str, Any]:
@@ -102,12 +120,19 @@ class ReturnBuffer:
             "pending": [result_to_state(r) for r in self.pending],
             "num_dropped_stale": self.num_dropped_stale,
             "steps_dropped_stale": self.steps_dropped_stale,
+            "delay_counts": self.delay_counts.tolist(),
+            "delay_max": self.delay_max,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         self.pending = [result_from_state(r) for r in state["pending"]]  # also pre-protocol dicts
         self.num_dropped_stale = state["num_dropped_stale"]
         self.steps_dropped_stale = state.get("steps_dropped_stale", 0)  # absent before step accounting
+        counts = state.get("delay_counts")  # absent before the delay histogram: counted from here on
+        self.delay_counts = np.zeros(self.u_max + 2, dtype=np.int64)
+        if counts is not None and len(counts) == len(self.delay_counts):
+            self.delay_counts[:] = counts
+        self.delay_max = int(state.get("delay_max", 0))
 
 
 def dfd_gradient(

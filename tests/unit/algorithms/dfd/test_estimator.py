@@ -101,6 +101,33 @@ def test_fd_ablation_drops_every_delayed_return():
     assert [r.id for r in buf.take_batch(3)] == [1, 2]
 
 
+def test_every_return_is_counted_once_by_its_delay_where_it_leaves_the_buffer():
+    """delay_counts[n] for n = 0 … U_max, the last bin for n > U_max (dropped); pending ones not yet."""
+    buf = ReturnBuffer(n=2, u_max=2)
+    buf.add([ret(0, 0), ret(1, 1), ret(1, 2), ret(1, 3)], u=1)  # none too old (n <= 1)
+    assert buf.delay_counts.tolist() == [0, 0, 0, 0]  # all pending
+    assert [r.id for r in buf.take_batch(1)] == [0, 1]  # delays 1, 0
+    assert buf.delay_counts.tolist() == [1, 1, 0, 0]
+    buf.add([ret(0, 4)], u=6)  # dropped on arrival: n = 6
+    assert buf.delay_counts.tolist() == [1, 1, 0, 1] and buf.delay_max == 6
+    buf.add([ret(3, 5), ret(4, 6)], u=4)  # the carried two (version 1) are now 3 > U_max behind
+    assert [r.id for r in buf.take_batch(4)] == [5, 6]
+    assert buf.delay_counts.tolist() == [2, 2, 0, 3]
+    assert buf.delay_counts.sum() == 7 and buf.delay_counts[-1] == buf.num_dropped_stale
+    restored = ReturnBuffer(n=2, u_max=2)
+    restored.set_state(buf.get_state())
+    assert restored.delay_counts.tolist() == [2, 2, 0, 3] and restored.delay_max == 6
+    restored.set_state({"pending": [], "num_dropped_stale": 0})  # a checkpoint before the histogram
+    assert restored.delay_counts.tolist() == [0, 0, 0, 0] and restored.delay_max == 0
+
+
+def test_fd_ablation_counts_its_dropped_returns_by_their_own_delay():
+    buf = ReturnBuffer(n=1, u_max=3, delayed_returns=False)
+    buf.add([ret(2, 0), ret(3, 1)], u=3)
+    buf.take_batch(3)
+    assert buf.delay_counts.tolist() == [1, 1, 0, 0, 0]
+
+
 def test_parameter_history_keeps_u_max_plus_one():
     h = ParameterHistory(u_max=2)
     for u in range(5):
