@@ -444,17 +444,37 @@ def target_cells(rows: Sequence[RunRow]) -> tuple[str, str, str]:
     return cell, f"≥ {_fmt(stats.iqm(steps), 'steps')}", f"≥ {_fmt(stats.iqm(walls))}"
 
 
-def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
-    """Markdown lines: P(row > column) of the final evaluation return, [95% CI], per pair of algorithms."""
+def improvements(race_rows: Sequence[RunRow]) -> tuple[list[str], dict[tuple[str, str], stats.Interval | None]]:
+    """The race's entries (:func:`entry_groups`) and P(x > y) of the final evaluation return [95% CI]
+    for every ordered pair; None where the pair is not compared: with an env-step budget, entries whose
+    steps were counted by different rules were given different numbers of steps."""
     groups = entry_groups(race_rows)
     finals = {algo: np.array([r.final_return for r in runs], dtype=float) for algo, runs in groups.items()}
-    if len(finals) < 2:
-        return []
-    names = list(finals)
-    # With an env-step budget, entries counted by different rules were given different numbers of steps.
     per_step = bool(race_rows[0].protocol.get("budget_env_steps"))
     rule = {algo: {counted_rule(r) for r in runs} for algo, runs in groups.items()}
-    refused = False
+    pairs: dict[tuple[str, str], stats.Interval | None] = {}
+    for x in finals:
+        for y in finals:
+            if x != y:
+                refused = per_step and rule[x] != rule[y]
+                pairs[x, y] = None if refused else stats.probability_of_improvement([finals[x]], [finals[y]], seed=SEED)
+    return list(finals), pairs
+
+
+def separated(p: stats.Interval) -> bool:
+    """Whether P(X > Y)'s interval excludes 0.5 (the only case the docs may call "separated")."""
+    return bool(p.low > 0.5 or p.high < 0.5)
+
+
+def _probability(p: stats.Interval) -> str:
+    return f"{p.point:.2f} [{p.low:.2f}, {p.high:.2f}]"
+
+
+def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
+    """Markdown lines: P(row > column) of the final evaluation return, [95% CI], per pair of algorithms."""
+    names, pairs = improvements(race_rows)
+    if len(names) < 2:
+        return []
     lines = [
         "Probability of improvement, P(row > column) of the final evaluation return [95% CI] (ties count "
         "half; runs of each resampled independently):",
@@ -465,23 +485,94 @@ def improvement_table(race_rows: Sequence[RunRow]) -> list[str]:
     for x in names:
         cells = []
         for y in names:
-            if x == y:
-                cells.append("—")
-                continue
-            if per_step and rule[x] != rule[y]:
-                cells.append("n/c †")
-                refused = True
-                continue
-            p = stats.probability_of_improvement([finals[x]], [finals[y]], seed=SEED)
-            cells.append(f"{p.point:.2f} [{p.low:.2f}, {p.high:.2f}]")
+            p = pairs.get((x, y))
+            cells.append("—" if x == y else "n/c †" if p is None else _probability(p))
         lines.append(f"| {x} | " + " | ".join(cells) + " |")
-    if refused:
+    if None in pairs.values():
         lines += [
             "",
             "† not compared: the two entries' env steps were counted by different rules (before 2026-11-27), so "
             "the budget gave them different numbers of simulated env steps.",
         ]
     return lines + [""]
+
+
+def budget_words(protocol: dict[str, Any]) -> str:
+    """A race's budget per run, e.g. "100000 env steps or 600 s"."""
+    steps, wall = protocol.get("budget_env_steps"), protocol.get("budget_s")
+    return " or ".join(b for b in (f"{steps} env steps" if steps else "", f"{wall} s" if wall else "") if b)
+
+
+def race_anchor(benchmark: str, race: str) -> str:
+    """The id of a race's place in the summary (:func:`summary_table`), for links into it."""
+    return f"race-{_slug(benchmark)}-{_slug(race)}"
+
+
+def race_block(rows: Sequence[RunRow], link: str, entries: Sequence[str] | None = None) -> str:
+    """A short Markdown summary of one race, for a docs page: per entry the seeds, the final evaluation
+    return's IQM [95% CI] and, where the race set a target, the env steps to it; P(X > Y) [95% CI] of each
+    pair of entries, said "separated" only where the interval excludes 0.5; the race's tuning rule; and a
+    link (``link``) to its place in the full summary. The same numbers as :func:`summary_table`'s.
+
+    Args:
+        rows: The race's rows (tuning runs are left out here, as in the summary).
+        link: Where the race's full summary is, e.g. ``../RESULTS.md#race-bench-r1``.
+        entries: The algorithms (the rows' labels) to show, in the race's order; None: all.
+
+    Raises:
+        ValueError: ``entries`` names an algorithm the race does not have.
+    """
+    first = rows[0]
+    name = f"`{first.benchmark}/{first.race}`"
+    race_rows = evaluation_rows(rows)
+    if not race_rows:
+        return f"Race [{name}]({link}) ({first.env}): no evaluation rows yet (tuning under way).\n"
+    algorithms = list(dict.fromkeys(r.algorithm for r in race_rows))
+    unknown = [e for e in entries or () if e not in algorithms]
+    if unknown:
+        has = ", ".join(algorithms)
+        raise ValueError(f"race {first.benchmark}/{first.race} has no entry {', '.join(unknown)} (it has {has})")
+    shown = set(entries or algorithms)
+    groups = {label: runs for label, runs in entry_groups(race_rows).items() if runs[0].algorithm in shown}
+    verdict_words = verdict(race_rows)
+    about = [first.env, f"{budget_words(first.protocol)} per run", first.date[:10]]
+    if verdict_words != "comparable":
+        about.append(verdict_words)
+    note = step_axis_note(race_rows)
+    if note:
+        about.append(f"step axis {note}")
+    lines = [
+        f"Race [{name}]({link}) ({'; '.join(about)}). Tuning: {tuning_words(race_rows)}.",
+        "",
+    ]
+    target = first.target
+    header = "| entry | seeds | final return, IQM [95% CI] |"
+    if target is not None:
+        header += f" env steps to {target:g} (runs reaching it) |"
+    lines += [header, "|---" * header.count(" | ") + "|---|"]
+    for label, runs in groups.items():
+        line = f"| {label} | {len(runs)} | {_interval([r.final_return for r in runs])} |"
+        if target is not None:
+            reached, steps, _ = target_cells(runs)
+            line += f" {steps} ({reached}) |"
+        lines.append(line)
+    _, pairs = improvements(race_rows)
+    labels = list(groups)
+    rows_p = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            p = pairs[a, b]
+            if p is None:
+                rows_p.append(f"| {a} vs {b} | not compared: steps counted by different rules | |")
+                continue
+            # Each pair is read the way round its point favours.
+            x, y, p = (a, b, p) if p.point >= 0.5 else (b, a, pairs[b, a])
+            assert p is not None
+            words = "separated" if separated(p) else "not separated"
+            rows_p.append(f"| P({x} > {y}) | {_probability(p)} | {words} |")
+    if rows_p:
+        lines += ["", "| pair | P(X > Y) [95% CI] | interval vs 0.5 |", "|---|---|---|", *rows_p]
+    return "\n".join(lines) + "\n"
 
 
 def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -> str:
@@ -500,14 +591,8 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
         for (race,), race_rows in group_by(bench_rows, "race").items():
             first = race_rows[0]
             protocol = first.protocol
-            budget = " or ".join(
-                b
-                for b in (
-                    f"{protocol.get('budget_env_steps')} env steps" if protocol.get("budget_env_steps") else "",
-                    f"{protocol.get('budget_s')} s" if protocol.get("budget_s") else "",
-                )
-                if b
-            )
+            budget = budget_words(protocol)
+            lines += [f'<a id="{race_anchor(benchmark, race)}"></a>', ""]
             lines.append(
                 f"Race `{race}` ({first.date[:10]}, {first.machine.cores} cores): budget {budget} per run, whichever "
                 f"comes first; evaluation "

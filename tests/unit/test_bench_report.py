@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.harness import report
-from rllib_ext.compare.rows import append_row
+from rllib_ext.compare.rows import append_row, read_all
 from tests.unit.compare.test_report import race_rows, row
 
 
@@ -23,6 +23,7 @@ def test_main_regenerates_figures_and_table(tmp_path):
         append_row(str(results / "bench" / "r1.jsonl"), r)
     md.write_text(f"# Results\n\n{report.BEGIN}\n{report.END}\n\n## Notes\n")
     argv = ["--results-dir", str(results), "--figures-dir", str(figures), "--results-md", str(md)]
+    argv += ["--docs-dir", str(tmp_path / "docs")]
     assert report.main(argv) == 0
     png = figures / "bench_CartPole-v1.png"
     assert png.stat().st_size > 1000
@@ -40,7 +41,7 @@ def test_main_reports_a_bad_row_with_file_and_line(tmp_path, capsys):
     md = tmp_path / "RESULTS.md"
     md.write_text(f"{report.BEGIN}\n{report.END}\n")
     argv = ["--results-dir", str(tmp_path / "results"), "--figures-dir", str(tmp_path / "f"), "--results-md", str(md)]
-    assert report.main(argv) == 1
+    assert report.main([*argv, "--docs-dir", str(tmp_path / "docs")]) == 1
     assert "r1.jsonl:2: bad row" in capsys.readouterr().err
 
 
@@ -82,3 +83,42 @@ def test_every_measurement_table_groups_its_rows(tmp_path):
         table = report.measurement_tables(rows)
         lines = [line for line in table.splitlines() if line.startswith(f"| {spec['keys'][0]}-")]
         assert len(lines) == 2 and all(line.endswith("| 2 |") for line in lines), (benchmark, table)
+
+
+def _results_page(tmp_path, block: str):
+    results, docs, md = tmp_path / "results", tmp_path / "docs", tmp_path / "benchmarks" / "RESULTS.md"
+    for r in race_rows(target=100.0):
+        append_row(str(results / "bench" / "r1.jsonl"), r)
+    md.parent.mkdir()
+    md.write_text(f"{report.BEGIN}\n{report.END}\n")
+    page = docs / "algorithms" / "a.md"
+    page.parent.mkdir(parents=True)
+    page.write_text(f"## Results\n\nProse.\n\n{block}\n\nMore prose.\n")
+    argv = ["--results-dir", str(results), "--figures-dir", str(tmp_path / "f"), "--results-md", str(md)]
+    return page, [*argv, "--docs-dir", str(docs)], md
+
+
+def test_main_regenerates_the_results_blocks_of_the_docs_pages(tmp_path):
+    page, argv, md = _results_page(tmp_path, "<!-- results:begin bench/r1 -->\nhand-copied\n<!-- results:end -->")
+    assert report.main(argv) == 0
+    text = page.read_text()
+    assert text.startswith("## Results\n\nProse.\n\n<!-- results:begin bench/r1 -->\nRace [`bench/r1`]")
+    assert text.endswith("<!-- results:end -->\n\nMore prose.\n") and "hand-copied" not in text
+    assert "(../../benchmarks/RESULTS.md#race-bench-r1)" in text and 'id="race-bench-r1"' in md.read_text()
+    assert "| P(A > B) | 1.00 [1.00, 1.00] | separated |" in text
+    rows = read_all(str(tmp_path / "results"))
+    assert report.results_pages(rows, str(tmp_path / "docs"), str(md)) == []  # up to date
+    page.write_text(text.replace("| A | 5 |", "| A | 6 |"))  # a hand edit
+    assert report.results_pages(rows, str(tmp_path / "docs"), str(md)) == [str(page)]
+    assert report.main(argv) == 0 and page.read_text() == text
+
+
+def test_a_results_block_of_an_unknown_race_or_entry_fails_and_writes_nothing(tmp_path, capsys):
+    for case, block, error in (
+        ("race", "<!-- results:begin bench/r9 -->\n<!-- results:end -->", "bench/r9: no such race"),
+        ("entry", "<!-- results:begin bench/r1 A,Z -->\n<!-- results:end -->", "has no entry Z"),
+    ):
+        page, argv, md = _results_page(tmp_path / case, block)
+        before = md.read_text(), page.read_text()
+        assert report.main(argv) == 1
+        assert error in capsys.readouterr().err and (md.read_text(), page.read_text()) == before

@@ -367,3 +367,64 @@ def test_the_table_gives_mean_returns_at_fixed_budgets_and_cpu_beside_wall_secon
     line_a = next(line for line in table.splitlines() if line.startswith("| A |"))
     assert "2.0k, 4.0, 5.0 CPU s |" in line_a and "| 25.0 [" in line_a
     assert "CPU s" not in report.summary_table(race_rows(), {})  # rows without CPU time
+
+
+# ---------------------------------------------------------------------------------------------
+# race_block: a race's short table for a docs page (make bench-report writes it between markers).
+# ---------------------------------------------------------------------------------------------
+def test_race_block_says_separated_only_where_the_interval_excludes_half():
+    rows = race_rows(target=60.0) + [row("C", s, finals=(0.0, 50.0, 100.0 + s), target=60.0) for s in range(5)]
+    block = report.race_block(rows, "../RESULTS.md#race-bench-r1")
+    assert block.startswith("Race [`bench/r1`](../RESULTS.md#race-bench-r1) (CartPole-v1; 2000 env steps per run;")
+    assert "Tuning: not tuned: rivals' own defaults." in block
+    assert "| entry | seeds | final return, IQM [95% CI] | env steps to 60 (runs reaching it) |" in block
+    assert "| A | 5 | 102.0 [" in block and "| 2.0k [2.0k, 2.0k] (5/5) |" in block
+    assert "| B | 5 | 22.0 [" in block and "| not reached (0/5) |" in block
+    # Each pair once, read the way round its point favours; the numbers are the summary's.
+    assert "| P(A > B) | 1.00 [1.00, 1.00] | separated |" in block
+    assert "| P(C > B) | 1.00 [1.00, 1.00] | separated |" in block
+    a_c = next(line for line in block.splitlines() if line.startswith("| P(A > C) |"))
+    assert a_c.endswith("| not separated |") and "0.50 [" in a_c  # the same finals
+    assert "P(B >" not in block and "P(C > A)" not in block
+    assert a_c.split(" | ")[1] in report.summary_table(rows, {})
+
+
+def test_separated_means_the_interval_excludes_half():
+    from rllib_ext.stats import Interval
+
+    assert report.separated(Interval(0.88, 0.60, 1.00)) and report.separated(Interval(0.10, 0.0, 0.45))
+    assert not report.separated(Interval(0.60, 0.50, 0.80))  # touching 0.5 is not excluding it
+    assert not report.separated(Interval(0.24, 0.00, 0.60))
+
+
+def test_race_block_shows_the_entries_asked_for_and_refuses_unknown_ones():
+    rows = race_rows() + [row("C", s, finals=(0.0, 50.0, 100.0 + s)) for s in range(5)]
+    block = report.race_block(rows, "R.md#x", entries=["B", "A"])
+    assert "| A | 5 |" in block and "| B | 5 |" in block and "| C |" not in block
+    assert "| P(A > B) |" in block and "P(A > C)" not in block
+    assert "env steps to" not in block  # no target
+    with pytest.raises(ValueError, match="has no entry D"):
+        report.race_block(rows, "R.md#x", entries=["A", "D"])
+
+
+def test_race_block_of_a_tuned_race_shows_its_evaluation_rows_and_tuning_rule():
+    rows, tuning = tuned_rows({"A": 2, "B": 2})
+    block = report.race_block(tuning + rows, "R.md#x")
+    assert "Tuning: equal tuning effort (grid of 2 per entry, on tuning seeds [1000, 1001]" in block
+    assert "| A | 5 | 102.0 [" in block  # the tuning finals (1000, 2000 on seeds 1000, 1001) are not pooled
+    assert "1000.0" not in block and "grid point" not in block
+    assert "| P(A > B) | 1.00 [1.00, 1.00] | separated |" in block
+    only_tuning = report.race_block(tuning, "R.md#x")
+    assert only_tuning == "Race [`bench/r1`](R.md#x) (CartPole-v1): no evaluation rows yet (tuning under way).\n"
+    rules = {"A": {"rule": "matched", "pairs": {"B": "A"}}}
+    rules["B"] = {**rules["A"], "source": "A", "paper": "paper 004", "values": {"lr": 0.1}}
+    matched = [dataclasses.replace(r, tuning=rules[r.algorithm]) for r in race_rows()]
+    assert "Tuning: matched settings: B given A's in its own units (paper 004)." in report.race_block(matched, "R.md#x")
+
+
+def test_race_block_says_what_the_summary_says_of_an_uncomparable_race_and_links_its_anchor():
+    rows = race_rows()[:5] + [dataclasses.replace(r, settings={**r.settings, "threads": 2}) for r in race_rows()[5:]]
+    assert "**NOT comparable**: rows differ in settings.threads" in report.race_block(rows, "R.md#x")
+    table = report.summary_table(race_rows(), {})
+    assert f'<a id="{report.race_anchor("bench", "r1")}"></a>' in table
+    assert report.race_anchor("b", "r 1") == "race-b-r_1"
