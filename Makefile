@@ -65,9 +65,11 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(BENCH_ARGS)
 
-# make bench-report: every figure (docs/results/*.png) and the summary table in benchmarks/RESULTS.md,
+# make bench-report: every figure (docs/results/*.png), the summary table in benchmarks/RESULTS.md
+# and the docs pages' results blocks (<!-- results:begin BENCHMARK/RACE --> ... <!-- results:end -->),
 # regenerated from the committed rows under benchmarks/results/ (benchmarks/harness/report.py, on
-# rllib_ext/compare/report.py: what `rllib report` draws for anyone's races).
+# rllib_ext/compare/report.py: what `rllib report` draws for anyone's races); tests/unit/test_docs.py
+# fails while a block is out of date.
 .PHONY: bench-report
 bench-report: $(STAMP)
 	$(BIN)/python -m benchmarks.harness.report

@@ -6,13 +6,14 @@ generated markers of ``benchmarks/RESULTS.md``. This script adds the project's o
 tables (``benchmarks/results/measurements/``, written by the paper-specific scripts), and regenerates
 every results block of the docs pages (``docs/**/*.md``): a block
 
-    <!-- results:begin BENCHMARK/RACE [ENTRY,ENTRY,...] -->
+    <!-- results:begin BENCHMARK/RACE [[FOCUS:]ENTRY,ENTRY,...] -->
     <!-- results:end -->
 
 gets that race's short table (:func:`rllib_ext.compare.report.race_block`: per entry the seeds, the
-final return's IQM [95% CI], the env steps to the target; P(X > Y) [95% CI] of each pair, "separated"
-only where the interval excludes 0.5; the tuning rule; a link to the race in RESULTS.md), of the
-entries named (default: all). ``tests/unit/test_docs.py`` fails while a block is out of date.
+final return's IQM [95% CI], the env steps to the target; P(X > Y) [95% CI] of the pairs, "separated"
+only where the interval excludes 0.5; the tuning rule; a link to the race in RESULTS.md): of the
+entries named (default: all), and with ``FOCUS:`` only the pairs of FOCUS against each of them.
+``tests/unit/test_docs.py`` fails while a block is out of date.
 
 Usage: ``.venv/bin/python -m benchmarks.harness.report [--results-dir D] [--figures-dir D]
 [--results-md FILE]``.
@@ -214,9 +215,10 @@ def render_results_blocks(text: str, rows: Sequence[RunRow], page: str, results_
         if not mine:
             raise ValueError(f"{page}: results block of {benchmark}/{race}: no such race in the rows")
         link = os.path.relpath(results_md, os.path.dirname(os.path.abspath(page))).replace(os.sep, "/")
-        entries = m["entries"].split(",") if m["entries"] else None
+        against, _, listed = (m["entries"] or "").rpartition(":")
+        entries = listed.split(",") if listed else None
         try:
-            table = race_block(mine, f"{link}#{race_anchor(benchmark, race)}", entries)
+            table = race_block(mine, f"{link}#{race_anchor(benchmark, race)}", entries, against or None)
         except ValueError as e:
             raise ValueError(f"{page}: {e}") from e
         return m["begin"] + table + m["end"]

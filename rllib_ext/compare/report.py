@@ -508,70 +508,78 @@ def race_anchor(benchmark: str, race: str) -> str:
     return f"race-{_slug(benchmark)}-{_slug(race)}"
 
 
-def race_block(rows: Sequence[RunRow], link: str, entries: Sequence[str] | None = None) -> str:
+def race_block(
+    rows: Sequence[RunRow], link: str, entries: Sequence[str] | None = None, against: str | None = None
+) -> str:
     """A short Markdown summary of one race, for a docs page: per entry the seeds, the final evaluation
-    return's IQM [95% CI] and, where the race set a target, the env steps to it; P(X > Y) [95% CI] of each
-    pair of entries, said "separated" only where the interval excludes 0.5; the race's tuning rule; and a
-    link (``link``) to its place in the full summary. The same numbers as :func:`summary_table`'s.
+    return's IQM [95% CI] and, where the race set a target, the env steps to it; P(X > Y) [95% CI] of the
+    pairs, each read the way round its point favours and said "separated" only where the interval excludes
+    0.5 (:func:`separated`); the race's tuning rule (:func:`tuning_words`); and a link to its place in the
+    full summary. The numbers are :func:`summary_table`'s, from the same functions; tuning runs left out.
 
     Args:
-        rows: The race's rows (tuning runs are left out here, as in the summary).
-        link: Where the race's full summary is, e.g. ``../RESULTS.md#race-bench-r1``.
-        entries: The algorithms (the rows' labels) to show, in the race's order; None: all.
+        rows: The race's rows.
+        link: Where the race's full summary is, e.g. ``../RESULTS.md#race-bench-r1`` (:func:`race_anchor`).
+        entries: The algorithms (the rows' labels) to show, in this order; None: all, in the race's.
+        against: Only the pairs of this entry against each other one shown; None: every pair.
 
     Raises:
-        ValueError: ``entries`` names an algorithm the race does not have.
+        ValueError: ``entries`` or ``against`` names an algorithm the race does not have.
     """
     first = rows[0]
-    name = f"`{first.benchmark}/{first.race}`"
+    name = f"[`{first.benchmark}/{first.race}`]({link})"
     race_rows = evaluation_rows(rows)
     if not race_rows:
-        return f"Race [{name}]({link}) ({first.env}): no evaluation rows yet (tuning under way).\n"
+        return f"Race {name} ({first.env}): no evaluation rows yet (tuning under way).\n"
     algorithms = list(dict.fromkeys(r.algorithm for r in race_rows))
-    unknown = [e for e in entries or () if e not in algorithms]
+    unknown = [e for e in [*(entries or ()), *([against] if against else [])] if e not in algorithms]
     if unknown:
         has = ", ".join(algorithms)
         raise ValueError(f"race {first.benchmark}/{first.race} has no entry {', '.join(unknown)} (it has {has})")
-    shown = set(entries or algorithms)
-    groups = {label: runs for label, runs in entry_groups(race_rows).items() if runs[0].algorithm in shown}
-    verdict_words = verdict(race_rows)
-    about = [first.env, f"{budget_words(first.protocol)} per run", first.date[:10]]
-    if verdict_words != "comparable":
-        about.append(verdict_words)
+    order = list(entries or algorithms)
+    if against and against not in order:
+        order.insert(0, against)
+    groups = entry_groups(race_rows)
+    labels = sorted(
+        (label for label in groups if groups[label][0].algorithm in order),
+        key=lambda label: order.index(groups[label][0].algorithm),
+    )
+    about = [first.env, f"budget {budget_words(first.protocol)} per run"]
+    if verdict(race_rows) != "comparable":
+        about.append(verdict(race_rows))
     note = step_axis_note(race_rows)
     if note:
         about.append(f"step axis {note}")
-    lines = [
-        f"Race [{name}]({link}) ({'; '.join(about)}). Tuning: {tuning_words(race_rows)}.",
-        "",
-    ]
+    lines = [f"Race {name}: {'; '.join(about)}. Tuning: {tuning_words(race_rows)}.", ""]
     target = first.target
-    header = "| entry | seeds | final return, IQM [95% CI] |"
-    if target is not None:
-        header += f" env steps to {target:g} (runs reaching it) |"
+    header = "| entry | seeds | final return, IQM [95% CI] |" + (
+        f" env steps to {target:g} (runs reaching it) |" if target is not None else ""
+    )
     lines += [header, "|---" * header.count(" | ") + "|---|"]
-    for label, runs in groups.items():
+    for label in labels:
+        runs = sorted(groups[label], key=lambda r: r.seed)  # as the summary: the bootstrap follows the order
         line = f"| {label} | {len(runs)} | {_interval([r.final_return for r in runs])} |"
         if target is not None:
             reached, steps, _ = target_cells(runs)
             line += f" {steps} ({reached}) |"
         lines.append(line)
     _, pairs = improvements(race_rows)
-    labels = list(groups)
-    rows_p = []
+    shown, refused = [], []
     for i, a in enumerate(labels):
         for b in labels[i + 1 :]:
+            if against and against not in (groups[a][0].algorithm, groups[b][0].algorithm):
+                continue
             p = pairs[a, b]
             if p is None:
-                rows_p.append(f"| {a} vs {b} | not compared: steps counted by different rules | |")
+                refused.append(f"{a} vs {b}")
                 continue
-            # Each pair is read the way round its point favours.
             x, y, p = (a, b, p) if p.point >= 0.5 else (b, a, pairs[b, a])
             assert p is not None
-            words = "separated" if separated(p) else "not separated"
-            rows_p.append(f"| P({x} > {y}) | {_probability(p)} | {words} |")
-    if rows_p:
-        lines += ["", "| pair | P(X > Y) [95% CI] | interval vs 0.5 |", "|---|---|---|", *rows_p]
+            shown.append(f"| P({x} > {y}) | {_probability(p)}, {'separated' if separated(p) else 'not separated'} |")
+    if shown:
+        lines += ["", "| pair, final return | P(X > Y) [95% CI] |", "|---|---|", *shown]
+    if refused:
+        lines += ["", f"Not compared (env steps counted by different rules, before 2026-11-27): {', '.join(refused)}."]
     return "\n".join(lines) + "\n"
 
 

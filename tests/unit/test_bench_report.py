@@ -105,7 +105,7 @@ def test_main_regenerates_the_results_blocks_of_the_docs_pages(tmp_path):
     assert text.startswith("## Results\n\nProse.\n\n<!-- results:begin bench/r1 -->\nRace [`bench/r1`]")
     assert text.endswith("<!-- results:end -->\n\nMore prose.\n") and "hand-copied" not in text
     assert "(../../benchmarks/RESULTS.md#race-bench-r1)" in text and 'id="race-bench-r1"' in md.read_text()
-    assert "| P(A > B) | 1.00 [1.00, 1.00] | separated |" in text
+    assert "| P(A > B) | 1.00 [1.00, 1.00], separated |" in text
     rows = read_all(str(tmp_path / "results"))
     assert report.results_pages(rows, str(tmp_path / "docs"), str(md)) == []  # up to date
     page.write_text(text.replace("| A | 5 |", "| A | 6 |"))  # a hand edit
@@ -117,6 +117,7 @@ def test_a_results_block_of_an_unknown_race_or_entry_fails_and_writes_nothing(tm
     for case, block, error in (
         ("race", "<!-- results:begin bench/r9 -->\n<!-- results:end -->", "bench/r9: no such race"),
         ("entry", "<!-- results:begin bench/r1 A,Z -->\n<!-- results:end -->", "has no entry Z"),
+        ("focus", "<!-- results:begin bench/r1 Z:A,B -->\n<!-- results:end -->", "has no entry Z"),
     ):
         page, argv, md = _results_page(tmp_path / case, block)
         before = md.read_text(), page.read_text()

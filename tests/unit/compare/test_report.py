@@ -374,19 +374,25 @@ def test_the_table_gives_mean_returns_at_fixed_budgets_and_cpu_beside_wall_secon
 # ---------------------------------------------------------------------------------------------
 def test_race_block_says_separated_only_where_the_interval_excludes_half():
     rows = race_rows(target=60.0) + [row("C", s, finals=(0.0, 50.0, 100.0 + s), target=60.0) for s in range(5)]
+    rows = rows[::-1]  # seeds out of order: the block's intervals are still the summary's
     block = report.race_block(rows, "../RESULTS.md#race-bench-r1")
-    assert block.startswith("Race [`bench/r1`](../RESULTS.md#race-bench-r1) (CartPole-v1; 2000 env steps per run;")
+    assert block.startswith(
+        "Race [`bench/r1`](../RESULTS.md#race-bench-r1): CartPole-v1; budget 2000 env steps per run."
+    )
     assert "Tuning: not tuned: rivals' own defaults." in block
     assert "| entry | seeds | final return, IQM [95% CI] | env steps to 60 (runs reaching it) |" in block
-    assert "| A | 5 | 102.0 [" in block and "| 2.0k [2.0k, 2.0k] (5/5) |" in block
-    assert "| B | 5 | 22.0 [" in block and "| not reached (0/5) |" in block
+    assert "| 2.0k [2.0k, 2.0k] (5/5) |" in block and "| not reached (0/5) |" in block
+    summary = report.summary_table(rows, {})
+    for entry in "ABC":
+        line = next(x for x in block.splitlines() if x.startswith(f"| {entry} | 5 | "))
+        assert f"| {entry} | 5 | {line.split(' | ')[2]} |" in summary
     # Each pair once, read the way round its point favours; the numbers are the summary's.
-    assert "| P(A > B) | 1.00 [1.00, 1.00] | separated |" in block
-    assert "| P(C > B) | 1.00 [1.00, 1.00] | separated |" in block
-    a_c = next(line for line in block.splitlines() if line.startswith("| P(A > C) |"))
-    assert a_c.endswith("| not separated |") and "0.50 [" in a_c  # the same finals
-    assert "P(B >" not in block and "P(C > A)" not in block
-    assert a_c.split(" | ")[1] in report.summary_table(rows, {})
+    assert "| P(A > B) | 1.00 [1.00, 1.00], separated |" in block
+    assert "| P(C > B) | 1.00 [1.00, 1.00], separated |" in block
+    a_c = next(line for line in block.splitlines() if line.startswith("| P(") and "A" in line and "C" in line)
+    assert a_c.endswith(", not separated |") and "0.50 [" in a_c  # the same finals
+    assert "P(B >" not in block
+    assert a_c.split(" | ")[1].split(",")[0] in summary
 
 
 def test_separated_means_the_interval_excludes_half():
@@ -400,11 +406,25 @@ def test_separated_means_the_interval_excludes_half():
 def test_race_block_shows_the_entries_asked_for_and_refuses_unknown_ones():
     rows = race_rows() + [row("C", s, finals=(0.0, 50.0, 100.0 + s)) for s in range(5)]
     block = report.race_block(rows, "R.md#x", entries=["B", "A"])
-    assert "| A | 5 |" in block and "| B | 5 |" in block and "| C |" not in block
+    assert block.index("| B | 5 |") < block.index("| A | 5 |") and "| C |" not in block  # in the order asked
     assert "| P(A > B) |" in block and "P(A > C)" not in block
     assert "env steps to" not in block  # no target
+    focused = report.race_block(rows, "R.md#x", entries=["B", "C"], against="A")
+    assert focused.index("| A | 5 |") < focused.index("| B | 5 |") < focused.index("| C | 5 |")
+    assert "| P(A > B) |" in focused and "| P(C > B) |" not in focused  # only A's pairs
+    assert sum(line.startswith("| P(") for line in focused.splitlines()) == 2
     with pytest.raises(ValueError, match="has no entry D"):
         report.race_block(rows, "R.md#x", entries=["A", "D"])
+    with pytest.raises(ValueError, match="has no entry D"):
+        report.race_block(rows, "R.md#x", against="D")
+
+
+def test_race_block_names_the_pairs_not_compared_across_step_rules():
+    rows = [halfcheetah("TD3", "TD3_EXT", s) for s in range(5)]
+    rows += [halfcheetah("AES-RL", "AESRL_EXT", s, updates=198) for s in range(5)]
+    block = report.race_block(rows, "R.md#x")
+    assert "P(" not in block and "step axis counted the old way" in block
+    assert block.endswith("Not compared (env steps counted by different rules, before 2026-11-27): TD3 vs AES-RL.\n")
 
 
 def test_race_block_of_a_tuned_race_shows_its_evaluation_rows_and_tuning_rule():
@@ -413,7 +433,7 @@ def test_race_block_of_a_tuned_race_shows_its_evaluation_rows_and_tuning_rule():
     assert "Tuning: equal tuning effort (grid of 2 per entry, on tuning seeds [1000, 1001]" in block
     assert "| A | 5 | 102.0 [" in block  # the tuning finals (1000, 2000 on seeds 1000, 1001) are not pooled
     assert "1000.0" not in block and "grid point" not in block
-    assert "| P(A > B) | 1.00 [1.00, 1.00] | separated |" in block
+    assert "| P(A > B) | 1.00 [1.00, 1.00], separated |" in block
     only_tuning = report.race_block(tuning, "R.md#x")
     assert only_tuning == "Race [`bench/r1`](R.md#x) (CartPole-v1): no evaluation rows yet (tuning under way).\n"
     rules = {"A": {"rule": "matched", "pairs": {"B": "A"}}}
