@@ -104,7 +104,6 @@ import logging
 import math
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -118,27 +117,19 @@ from rllib_ext import DFDConfig, ESConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._args import parse_set  # noqa: E402
+from benchmarks._procmem import descendants, mem_available_gb, runner_memory_mb, smaps_mb  # noqa: E402
 from rllib_ext.compare.rows import Machine  # noqa: E402
 
 BENCHMARK = "blackbox_scale"
 SCHEMA = 1
 ENV = "rllib_ext/VariableLength-v0"
 CONFIGS = {"ES_EXT": ESConfig, "DFD_EXT": DFDConfig}
-GB = 1024**3
 MB = 1024**2
 
 
 # -- machine probes (Linux /proc; this machine's processes only) ------------------------------------
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CORES = os.cpu_count() or 1
-
-
-def mem_available_gb() -> float:
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024 / GB
-    return float("nan")
 
 
 def cpu_times_total() -> tuple[float, float]:
@@ -161,44 +152,6 @@ def process_cpu_s(pids: list[int]) -> float:
         except OSError:
             pass
     return total
-
-
-def smaps_mb(pid: int) -> dict[str, float] | None:
-    """RSS, PSS (shared pages split between their users) and USS (private pages) of a process."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            kb = {line.split(":")[0]: int(line.split()[1]) for line in f if line.split()[-1] == "kB"}
-    except OSError:
-        return None
-    return {"rss": kb["Rss"] / 1024, "pss": kb["Pss"] / 1024, "uss": (kb["Private_Clean"] + kb["Private_Dirty"]) / 1024}
-
-
-def runner_memory_mb(pids: list[int]) -> dict[str, float | None]:
-    """Medians over the runner processes of RSS, PSS and USS."""
-    infos = [m for m in map(smaps_mb, pids) if m]
-    return {
-        f"runner_{k}_mb": round(statistics.median(m[k] for m in infos), 1) if infos else None
-        for k in ("rss", "pss", "uss")
-    }
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (Cluster's nodes, and their workers, are this driver's)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 # -- the cluster --------------------------------------------------------------------------------
