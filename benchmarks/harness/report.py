@@ -12,11 +12,11 @@ every results block of the docs pages (``docs/**/*.md``): a block
 gets that race's short table (:func:`rllib_ext.compare.report.race_block`: per entry the seeds, the
 final return's IQM [95% CI], the env steps to the target; P(X > Y) [95% CI] of the pairs, "separated"
 only where the interval excludes 0.5; the tuning rule; a link to the race in RESULTS.md): of the
-entries named (default: all), and with ``FOCUS:`` only the pairs of FOCUS against each of them.
+entries named (default: all), and with ``FOCUS:`` only FOCUS's pairs, as a column P(FOCUS > entry).
 ``tests/unit/test_docs.py`` fails while a block is out of date.
 
 Usage: ``.venv/bin/python -m benchmarks.harness.report [--results-dir D] [--figures-dir D]
-[--results-md FILE]``.
+[--results-md FILE] [--docs-dir D]``.
 """
 
 from __future__ import annotations

@@ -45,8 +45,10 @@ its wall budget (each the smallest any run reached where the race had none), and
 beside wall seconds where the rows hold them.
 
 The project's own report (``make bench-report``, ``benchmarks/harness/report.py``) adds its
-measurement tables and writes the summary into ``benchmarks/RESULTS.md``. Nothing here prints or
-exits; a bad row raises :class:`~rllib_ext.compare.rows.RowError` naming its file and line.
+measurement tables and writes the summary into ``benchmarks/RESULTS.md``, and each docs page's
+results blocks (:func:`race_block`: one race's entries, P(X > Y) said "separated" only where its
+interval excludes 0.5 (:func:`separated`), its tuning rule and a link to its anchor in the summary).
+Nothing here prints or exits; a bad row raises :class:`~rllib_ext.compare.rows.RowError` naming its file and line.
 """
 
 from __future__ import annotations
@@ -521,13 +523,14 @@ def race_block(
         rows: The race's rows.
         link: Where the race's full summary is, e.g. ``../RESULTS.md#race-bench-r1`` (:func:`race_anchor`).
         entries: The algorithms (the rows' labels) to show, in this order; None: all, in the race's.
-        against: Only the pairs of this entry against each other one shown; None: every pair.
+        against: Only the pairs of this entry against each other one shown, as a column P(against > entry)
+            (its row first); None: every pair, as a table of P(X > Y).
 
     Raises:
         ValueError: ``entries`` or ``against`` names an algorithm the race does not have.
     """
     first = rows[0]
-    name = f"[`{first.benchmark}/{first.race}`]({link})"
+    name = f"[`{first.race}`]({link})"  # as the summary names it, under its benchmark
     race_rows = evaluation_rows(rows)
     if not race_rows:
         return f"Race {name} ({first.env}): no evaluation rows yet (tuning under way).\n"
@@ -537,24 +540,37 @@ def race_block(
         has = ", ".join(algorithms)
         raise ValueError(f"race {first.benchmark}/{first.race} has no entry {', '.join(unknown)} (it has {has})")
     order = list(entries or algorithms)
-    if against and against not in order:
-        order.insert(0, against)
+    if against:  # its row first
+        order = [against, *(e for e in order if e != against)]
     groups = entry_groups(race_rows)
     labels = sorted(
         (label for label in groups if groups[label][0].algorithm in order),
         key=lambda label: order.index(groups[label][0].algorithm),
     )
-    about = [first.env, f"budget {budget_words(first.protocol)} per run"]
-    if verdict(race_rows) != "comparable":
+    about = [f"{first.benchmark}, {first.env}", f"{budget_words(first.protocol)} per run"]
+    differ, per_env_step_only = comparability(race_rows)
+    if per_env_step_only:  # verdict()'s words, without naming each machine
+        machines = len({(r.machine.cores, r.machine.description) for r in race_rows})
+        about.append(f"comparable per env step; rows of {machines} machines, so **wall times are not comparable**")
+    elif differ:
         about.append(verdict(race_rows))
     note = step_axis_note(race_rows)
     if note:
         about.append(f"step axis {note}")
     lines = [f"Race {name}: {'; '.join(about)}. Tuning: {tuning_words(race_rows)}.", ""]
+    _, pairs = improvements(race_rows)
+    focus = [label for label in labels if groups[label][0].algorithm == against]
+    column = focus[0] if len(focus) == 1 else None  # one entry against the rest: P(X > Y) as a column
+
+    def words(p: stats.Interval | None) -> str:
+        if p is None:
+            return "not compared: step rules differ"
+        return f"{_probability(p)}, {'separated' if separated(p) else 'not separated'}"
+
     target = first.target
-    header = "| entry | seeds | final return, IQM [95% CI] |" + (
-        f" env steps to {target:g} (runs reaching it) |" if target is not None else ""
-    )
+    header = "| entry | seeds | final return, IQM [95% CI] |"
+    header += f" env steps to {target:g} (reached) |" if target is not None else ""
+    header += f" P({column} > entry) [95% CI] |" if column else ""
     lines += [header, "|---" * header.count(" | ") + "|---|"]
     for label in labels:
         runs = sorted(groups[label], key=lambda r: r.seed)  # as the summary: the bootstrap follows the order
@@ -562,24 +578,20 @@ def race_block(
         if target is not None:
             reached, steps, _ = target_cells(runs)
             line += f" {steps} ({reached}) |"
+        if column:
+            line += f" {'—' if label == column else words(pairs[column, label])} |"
         lines.append(line)
-    _, pairs = improvements(race_rows)
-    shown, refused = [], []
+    if column:
+        return "\n".join(lines) + "\n"
+    shown = []
     for i, a in enumerate(labels):
         for b in labels[i + 1 :]:
             if against and against not in (groups[a][0].algorithm, groups[b][0].algorithm):
                 continue
-            p = pairs[a, b]
-            if p is None:
-                refused.append(f"{a} vs {b}")
-                continue
-            x, y, p = (a, b, p) if p.point >= 0.5 else (b, a, pairs[b, a])
-            assert p is not None
-            shown.append(f"| P({x} > {y}) | {_probability(p)}, {'separated' if separated(p) else 'not separated'} |")
+            x, y = (b, a) if (p := pairs[a, b]) is not None and p.point < 0.5 else (a, b)
+            shown.append(f"| P({x} > {y}) | {words(pairs[x, y])} |")  # read the way round its point favours
     if shown:
-        lines += ["", "| pair, final return | P(X > Y) [95% CI] |", "|---|---|", *shown]
-    if refused:
-        lines += ["", f"Not compared (env steps counted by different rules, before 2026-11-27): {', '.join(refused)}."]
+        lines += ["", "| final return | P(X > Y) [95% CI] |", "|---|---|", *shown]
     return "\n".join(lines) + "\n"
 
 

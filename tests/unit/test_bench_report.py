@@ -102,7 +102,7 @@ def test_main_regenerates_the_results_blocks_of_the_docs_pages(tmp_path):
     page, argv, md = _results_page(tmp_path, "<!-- results:begin bench/r1 -->\nhand-copied\n<!-- results:end -->")
     assert report.main(argv) == 0
     text = page.read_text()
-    assert text.startswith("## Results\n\nProse.\n\n<!-- results:begin bench/r1 -->\nRace [`bench/r1`]")
+    assert text.startswith("## Results\n\nProse.\n\n<!-- results:begin bench/r1 -->\nRace [`r1`]")
     assert text.endswith("<!-- results:end -->\n\nMore prose.\n") and "hand-copied" not in text
     assert "(../../benchmarks/RESULTS.md#race-bench-r1)" in text and 'id="race-bench-r1"' in md.read_text()
     assert "| P(A > B) | 1.00 [1.00, 1.00], separated |" in text

@@ -376,11 +376,9 @@ def test_race_block_says_separated_only_where_the_interval_excludes_half():
     rows = race_rows(target=60.0) + [row("C", s, finals=(0.0, 50.0, 100.0 + s), target=60.0) for s in range(5)]
     rows = rows[::-1]  # seeds out of order: the block's intervals are still the summary's
     block = report.race_block(rows, "../RESULTS.md#race-bench-r1")
-    assert block.startswith(
-        "Race [`bench/r1`](../RESULTS.md#race-bench-r1): CartPole-v1; budget 2000 env steps per run."
-    )
+    assert block.startswith("Race [`r1`](../RESULTS.md#race-bench-r1): bench, CartPole-v1; 2000 env steps per run.")
     assert "Tuning: not tuned: rivals' own defaults." in block
-    assert "| entry | seeds | final return, IQM [95% CI] | env steps to 60 (runs reaching it) |" in block
+    assert "| entry | seeds | final return, IQM [95% CI] | env steps to 60 (reached) |\n" in block
     assert "| 2.0k [2.0k, 2.0k] (5/5) |" in block and "| not reached (0/5) |" in block
     summary = report.summary_table(rows, {})
     for entry in "ABC":
@@ -409,22 +407,42 @@ def test_race_block_shows_the_entries_asked_for_and_refuses_unknown_ones():
     assert block.index("| B | 5 |") < block.index("| A | 5 |") and "| C |" not in block  # in the order asked
     assert "| P(A > B) |" in block and "P(A > C)" not in block
     assert "env steps to" not in block  # no target
-    focused = report.race_block(rows, "R.md#x", entries=["B", "C"], against="A")
-    assert focused.index("| A | 5 |") < focused.index("| B | 5 |") < focused.index("| C | 5 |")
-    assert "| P(A > B) |" in focused and "| P(C > B) |" not in focused  # only A's pairs
-    assert sum(line.startswith("| P(") for line in focused.splitlines()) == 2
     with pytest.raises(ValueError, match="has no entry D"):
         report.race_block(rows, "R.md#x", entries=["A", "D"])
     with pytest.raises(ValueError, match="has no entry D"):
         report.race_block(rows, "R.md#x", against="D")
 
 
+def test_race_block_against_one_entry_gives_its_pairs_as_a_column():
+    rows = race_rows() + [row("C", s, finals=(0.0, 50.0, 100.0 + s)) for s in range(5)]
+    block = report.race_block(rows, "R.md#x", entries=["C", "B"], against="A")
+    lines = block.splitlines()
+    assert "| entry | seeds | final return, IQM [95% CI] | P(A > entry) [95% CI] |" in lines
+    assert [line.split(" | ")[0] for line in lines if line.startswith("| ") and " | 5 | " in line] == [
+        "| A",
+        "| C",
+        "| B",
+    ]
+    assert lines[-3].startswith("| A | 5 |") and lines[-3].endswith(" | — |")
+    assert lines[-1].startswith("| B | 5 |") and lines[-1].endswith("| 1.00 [1.00, 1.00], separated |")
+    assert lines[-2].startswith("| C | 5 |") and lines[-2].endswith(", not separated |")
+    assert "P(X > Y)" not in block  # no pair table: C against B is not A's
+    # Read from B's side, its column is P(B > A): the other way round, as the summary's matrix has it.
+    from_b = report.race_block(rows, "R.md#x", entries=["A"], against="B")
+    assert from_b.splitlines()[-1].endswith("| 0.00 [0.00, 0.00], separated |")
+
+
 def test_race_block_names_the_pairs_not_compared_across_step_rules():
     rows = [halfcheetah("TD3", "TD3_EXT", s) for s in range(5)]
     rows += [halfcheetah("AES-RL", "AESRL_EXT", s, updates=198) for s in range(5)]
     block = report.race_block(rows, "R.md#x")
-    assert "P(" not in block and "step axis counted the old way" in block
-    assert block.endswith("Not compared (env steps counted by different rules, before 2026-11-27): TD3 vs AES-RL.\n")
+    assert "step axis counted the old way" in block
+    assert block.endswith("| P(TD3 > AES-RL) | not compared: step rules differ |\n")
+    focused = report.race_block(rows, "R.md#x", against="AES-RL")
+    assert focused.splitlines()[-2].startswith("| AES-RL | 5 |")
+    assert focused.splitlines()[-1].startswith("| TD3 | 5 |") and focused.endswith(
+        "| not compared: step rules differ |\n"
+    )
 
 
 def test_race_block_of_a_tuned_race_shows_its_evaluation_rows_and_tuning_rule():
@@ -435,7 +453,7 @@ def test_race_block_of_a_tuned_race_shows_its_evaluation_rows_and_tuning_rule():
     assert "1000.0" not in block and "grid point" not in block
     assert "| P(A > B) | 1.00 [1.00, 1.00], separated |" in block
     only_tuning = report.race_block(tuning, "R.md#x")
-    assert only_tuning == "Race [`bench/r1`](R.md#x) (CartPole-v1): no evaluation rows yet (tuning under way).\n"
+    assert only_tuning == "Race [`r1`](R.md#x) (CartPole-v1): no evaluation rows yet (tuning under way).\n"
     rules = {"A": {"rule": "matched", "pairs": {"B": "A"}}}
     rules["B"] = {**rules["A"], "source": "A", "paper": "paper 004", "values": {"lr": 0.1}}
     matched = [dataclasses.replace(r, tuning=rules[r.algorithm]) for r in race_rows()]
@@ -445,6 +463,10 @@ def test_race_block_of_a_tuned_race_shows_its_evaluation_rows_and_tuning_rule():
 def test_race_block_says_what_the_summary_says_of_an_uncomparable_race_and_links_its_anchor():
     rows = race_rows()[:5] + [dataclasses.replace(r, settings={**r.settings, "threads": 2}) for r in race_rows()[5:]]
     assert "**NOT comparable**: rows differ in settings.threads" in report.race_block(rows, "R.md#x")
+    other = race_rows()[:5] + [dataclasses.replace(r, machine=Machine(2, "other")) for r in race_rows()[5:]]
+    block = report.race_block(other, "R.md#x")
+    assert "comparable per env step; rows of 2 machines, so **wall times are not comparable**" in block
+    assert "| P(A > B) | 1.00 [1.00, 1.00], separated |" in block
     table = report.summary_table(race_rows(), {})
     assert f'<a id="{report.race_anchor("bench", "r1")}"></a>' in table
     assert report.race_anchor("b", "r 1") == "race-b-r_1"
