@@ -38,6 +38,17 @@ def test_algorithm_page_is_at_most_15k_characters(page):
     assert n <= MAX_PAGE_CHARS, f"{page.name}: {n} characters > {MAX_PAGE_CHARS}; link instead of restating"
 
 
+def test_results_blocks_are_generated_from_the_rows():
+    """Every results block in docs/ is what `make bench-report` makes of the rows in benchmarks/results/:
+    a hand edit, or a row added without regenerating, fails here."""
+    from benchmarks.harness import report
+    from rllib_ext.compare.rows import read_all
+
+    assert report.docs_pages(), "no docs page holds a results block"
+    stale = report.results_pages(read_all(report.RESULTS_DIR))
+    assert not stale, f"out of date (run `make bench-report`): {stale}"
+
+
 @pytest.mark.parametrize("readme", ["README.md", "docs/algorithms/README.md"])
 def test_readme_links_every_name_to_its_own_page(readme):
     text = (ROOT / readme).read_text(encoding="utf-8")
