@@ -43,7 +43,10 @@ Assumptions (what is *not* modelled; do not read more into the figures):
   its reply is received): 0 by default (the engine alone); a row with a non-zero value is a model
   of Ray's cost, not a measurement of it. 240 µs is a rough two-point fit of
   ``blackbox_capacity``'s rows (ES_EXT, CartPole, 2 real runners, N = 40: 0.197 ms per result at 5
-  results per call, 0.173 ms at 10, so ≈ 0.24 ms per call and ≈ 0.15 ms per result besides).
+  results per call, 0.173 ms at 10, so ≈ 0.24 ms per call and ≈ 0.15 ms per result besides); 650 µs
+  the same fit of ``dfd_delays``'s CartPole rows (DFD_EXT, 2 and 4 real runners, N = 40, a machine
+  at load ≈ 20: 0.82–1.16 ms per result at one result per call, 0.23–0.45 ms at 5–10, so ≈ 0.6–0.7 ms
+  per call).
 - Runners never fail, are never slow for other reasons, and θ's transfer to them is free; the
   runner-side cost of adopting a new θ and perturbing it is not charged.
 - One driver thread with a core of its own: the CPU it used on this (loaded) machine is charged,
