@@ -13,7 +13,8 @@ side is the real code, run in this process:
 - θ has a real size: the policy network of paper 000 Table 3 (``policy_hiddens=[64, 64]``, tanh) on
   Hopper-v5's spaces (11 → 3): d = 5,123. N = ``--episodes-per-runner`` × R (default 2R, as
   ``benchmarks/blackbox_scale.py``), U_max = 3, ``jobs_in_flight_per_env_runner=2``, DFD's default
-  one perturbation per call (``auto`` sizing would give one too: at most ⌈N / (2R)⌉ = 1 per call), ``eval_episodes=0``, noise table on (the default).
+  one perturbation per call (``auto`` sizing would give one too: at most ⌈N / (2R)⌉ = 1 per call;
+  ``--per-call k`` sets k), ``eval_episodes=0``, noise table on (the default).
 - A fake runner runs its calls one after another, first in first out: a job takes L · s of
   simulated time, L ~ U{5, 50} steps, s = 5 ms (``--min-len``, ``--max-len``, ``--step-s``; the
   episodes of ``blackbox_scale``), and returns one result with its job, version and θ digest (the
@@ -208,7 +209,12 @@ def measure(runners: int, args: argparse.Namespace, seed: int) -> dict[str, Any]
         DFDConfig()
         .environment(args.env)
         .env_runners(num_env_runners=0)
-        .training(episodes_per_batch=n, jobs_in_flight_per_env_runner=2, eval_episodes=0)
+        .training(
+            episodes_per_batch=n,
+            jobs_in_flight_per_env_runner=2,
+            eval_episodes=0,
+            perturbations_per_call=args.per_call,
+        )
         .debugging(seed=seed, log_level="ERROR")
     )
     algo = config.build_algo()
@@ -266,6 +272,7 @@ def main() -> None:
     p.add_argument("--max-len", type=int, default=50)
     p.add_argument("--step-s", type=float, default=0.005, help="simulated seconds per env step")
     p.add_argument("--ray-call-us", type=float, default=0.0, help="modelled driver CPU per call for Ray (µs)")
+    p.add_argument("--per-call", type=int, default=1, help="perturbations_per_call (DFD's default: 1)")
     p.add_argument("--updates", type=int, default=30, help="measured updates per repeat")
     p.add_argument("--max-wall-s", type=float, default=60.0, help="... or this much real time")
     p.add_argument("--warmup-updates", type=int, default=5)
@@ -299,7 +306,7 @@ def main() -> None:
                         "step_s": args.step_s,
                         "ray_call_us": args.ray_call_us,
                         "jobs_in_flight_per_env_runner": 2,
-                        "perturbations_per_call": 1,
+                        "perturbations_per_call": args.per_call,
                     },
                     **row,
                     "machine": {"cores": machine.cores, "description": machine.description},
