@@ -94,6 +94,58 @@ MEASUREMENT_TABLES = {
             ("r_sat", "runners at driver saturation", "{:.0f}"),
         ),
     },
+    "throughput": {
+        "title": "Throughput by runner and learner count (`benchmarks/throughput.py`; learners 0 = the driver's)",
+        "keys": ("algorithm", "env", "runners", "learners", "gpus_per_learner", "label"),
+        "values": (
+            ("env_steps_sampled_per_s", "env steps sampled/s", "{:.0f}"),
+            ("learner_updates_per_s", "learner updates/s", "{:.1f}"),
+            ("dropped_env_steps_fraction", "steps dropped", "{:.3f}"),
+            ("hold_fraction", "agreed-draw hold / wall", "{:.4f}"),
+            ("blackbox_worker_utilization", "black-box utilization", "{:.3f}"),
+            ("driver_cpu_share", "driver CPU / wall", "{:.2f}"),
+        ),
+    },
+    "runner_memory": {
+        "title": "Memory per env runner process, MB (`benchmarks/runner_memory.py`; floor: a process importing RLlib's env runner and torch)",
+        "keys": ("kind", "seed"),
+        "values": (
+            ("runner_rss_mb", "RSS", "{:.0f}"),
+            ("runner_pss_mb", "PSS", "{:.0f}"),
+            ("ratio_rss", "RSS / floor", "{:.3f}"),
+            ("ratio_pss", "PSS / floor", "{:.3f}"),
+        ),
+    },
+    "node_loss": {
+        "title": "A worker node of a 3-node cluster removed mid-run (`benchmarks/node_loss.py`)",
+        "keys": ("algorithm", "label"),
+        "values": (
+            ("finished", "finished (1 = yes)", "{:.0f}"),
+            ("steps_before", "env steps before", "{:.0f}"),
+            ("steps_after", "env steps at the end", "{:.0f}"),
+            ("healthy_runners", "healthy runners at the end", "{:.0f}"),
+        ),
+    },
+    "dfd_delays": {
+        "title": "DFD_EXT's delays per return (`benchmarks/dfd_delays.py`; one = one perturbation per call, DFD's default; auto = calls sized by work)",
+        "keys": ("env", "runners", "setting"),
+        "values": (
+            ("results_per_call", "results/call", "{:.0f}"),
+            ("mean_delay_used", "mean delay", "{:.2f}"),
+            ("p90", "p90", "{:.0f}"),
+            ("p99", "p99", "{:.0f}"),
+            ("frac_over_u_max", "> U_max", "{:.4f}"),
+        ),
+    },
+    "blackbox_sim": {
+        "title": "DFD_EXT with simulated runners at the pool boundary (`benchmarks/blackbox_sim.py`; Ray's cost per call modelled, not measured)",
+        "keys": ("runners", "settings.ray_call_us", "settings.perturbations_per_call"),
+        "values": (
+            ("utilization", "utilization", "{:.3f}"),
+            ("useful_utilization", "useful", "{:.3f}"),
+            ("driver_cpu_us_per_result", "driver CPU µs/result", "{:.0f}"),
+        ),
+    },
     "refer_learner_speed": {
         "title": "ReF-ER learners' gradient steps at B 256, one torch thread (`benchmarks/refer_learner_speed.py`)",
         "keys": ("algorithm", "episode_len", "code", "note"),
@@ -168,13 +220,13 @@ def measurement_tables(rows: Sequence[dict]) -> str:
         if not mine:
             continue
         dates = sorted({str(r.get("date", ""))[:10] for r in mine})
-        header = [*spec["keys"], *(label for _, label, _ in spec["values"]), "repeats"]
+        header = [*(k.split(".")[-1] for k in spec["keys"]), *(label for _, label, _ in spec["values"]), "repeats"]
         out += [f"\n**{spec['title']}**, {', '.join(dates)}\n", "| " + " | ".join(header) + " |"]
         out.append("| " + " | ".join("---" for _ in header) + " |")
         groups: dict[tuple, list[dict]] = {}
         for r in mine:
             absent = spec.get("absent", {})
-            groups.setdefault(tuple(r.get(k, absent.get(k)) for k in spec["keys"]), []).append(r)
+            groups.setdefault(tuple(_field(r, k, absent.get(k)) for k in spec["keys"]), []).append(r)
         for key, group in groups.items():
             cells = [str(k) for k in key]
             for field, _, fmt in spec["values"]:
@@ -182,6 +234,16 @@ def measurement_tables(rows: Sequence[dict]) -> str:
                 cells.append(fmt.format(float(np.median(values))) if values else "")
             out.append("| " + " | ".join(cells + [str(len(group))]) + " |")
     return "\n".join(out) + "\n" if out else ""
+
+
+def _field(row: dict, key: str, default: object = None) -> object:
+    """``row[key]``, or the nested value of a dotted ``key`` (``settings.ray_call_us``)."""
+    value: object = row
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return default
+        value = value[part]
+    return value
 
 
 def replace_generated(text: str, block: str, path: str) -> str:
