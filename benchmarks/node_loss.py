@@ -17,7 +17,14 @@ iteration's wall time and env steps, the wall time before and after the removal,
 healthy at the end, RLlib's restart/drop counters of the env runner group and the black-box
 engine's lost-call/requeued-job counters (``blackbox/...``, DFD/ES), the commit and the machine.
 
+RLlib pings the lost runner before every ``training_step`` (``Algorithm.restore_env_runners``); its
+actor stays RESTARTING (no node left with its slot), and each ping takes ~2 s to fail, well inside
+``env_runner_health_probe_timeout_s`` (30 s). A driver loop that is one ``training_step`` per
+fragment (IMPACT_EXT, RLlib's APPO, listed here for comparison) then samples ~300 env steps per 10 s
+iteration (2026-11-28 rows); ``--health-probe-timeout-s 0.1`` bounds each probe (2-4.6k).
+
     python -m benchmarks.node_loss --algos DFD_EXT IMPACT_EXT
+    python -m benchmarks.node_loss --algos IMPACT_EXT APPO --health-probe-timeout-s 0.1
 """
 
 from __future__ import annotations
@@ -45,6 +52,8 @@ SETTINGS = {
     "DFD_EXT": ("CartPole-v1", {"episodes_per_batch": 8, "policy_hiddens": [16, 16], "eval_episodes": 0}),
     "ES_EXT": ("CartPole-v1", {"episodes_per_batch": 8, "policy_hiddens": [16, 16]}),
     "IMPACT_EXT": ("CartPole-v1", {}),
+    # RLlib's own APPO (IMPACT_EXT's base class), to tell RLlib's behaviour from ours.
+    "APPO": ("CartPole-v1", {}),
     "AESRL_EXT": (
         "Pendulum-v1",
         {
@@ -102,19 +111,30 @@ def counters(algo, result: dict | None) -> dict:
     return out
 
 
-def run(name: str, before: int, after: int, remove_node, timeout_s: float) -> dict:
-    """Trains ``before`` iterations, calls ``remove_node()``, trains ``after`` more (each bounded)."""
+def run(
+    name: str, before: int, after: int, remove_node, timeout_s: float, probe_timeout_s: float | None = None
+) -> dict:
+    """Trains ``before`` iterations, calls ``remove_node()``, trains ``after`` more (each bounded).
+
+    ``probe_timeout_s``: ``env_runner_health_probe_timeout_s`` (None: RLlib's default, 30 s).
+    """
     import rllib_ext  # noqa: F401 - registers the algorithms (again after init)
     from rllib_ext import registry
 
     env, overrides = SETTINGS[name]
-    config = registry.get_config_class(name)().environment(env)
+    if name in registry.ALGORITHMS:
+        config = registry.get_config_class(name)().environment(env)
+    else:  # an RLlib built-in (APPO)
+        config = registry.resolve_algorithm_class(name).get_default_config().environment(env)
     config.env_runners(num_env_runners=2, custom_resources_per_env_runner={"runner_slot": 1})
     config.update_from_dict(dict(overrides))
     config.fault_tolerance(restart_failed_env_runners=True)
+    if probe_timeout_s is not None:
+        config.fault_tolerance(env_runner_health_probe_timeout_s=probe_timeout_s)
     t_build = time.perf_counter()
     algo = config.build_algo()
     out = {"algorithm": name, "env": env, "settings": overrides, "build_s": time.perf_counter() - t_build}
+    out["env_runner_health_probe_timeout_s"] = config.env_runner_health_probe_timeout_s
     out.update(finished=False, iterations=[], before=before, after=after)
     result = None
     phase = "before"
@@ -182,6 +202,13 @@ def main(argv=None) -> int:
     parser.add_argument("--before", type=int, default=3)
     parser.add_argument("--after", type=int, default=5)
     parser.add_argument("--iter-timeout-s", type=float, default=300.0, help="bound on one train() call")
+    parser.add_argument(
+        "--health-probe-timeout-s",
+        type=float,
+        default=None,
+        help="env_runner_health_probe_timeout_s (default: RLlib's, 30 s); RLlib pings the lost runner before "
+        "every training_step, and each ping to a restarting actor takes ~2 s to fail",
+    )
     parser.add_argument("--label", default="")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
@@ -212,6 +239,7 @@ def main(argv=None) -> int:
                 args.after,
                 lambda cluster=cluster, workers=workers: cluster.remove_node(workers[1]),
                 args.iter_timeout_s,
+                args.health_probe_timeout_s,
             )
         finally:
             ray.shutdown()
