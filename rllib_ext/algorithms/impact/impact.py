@@ -80,6 +80,7 @@ from rllib_ext import _compat
 from rllib_ext.algorithms.impact.impact_learner import LEARNER_DROPPED_STEPS_KEY, LEARNER_WAIT_TIMEOUT_S
 from rllib_ext.algorithms.impact.losses import SURROGATE_RATIOS, VALUE_TARGETS
 from rllib_ext.algorithms.impact.reward_clipping import add_reward_clipping, clip_rewards_error
+from rllib_ext.common.fault_tolerance import ThrottledEnvRunnerProbe
 from rllib_ext.common.guards import (
     FiniteMultiAgentEnvRunner,
     FiniteParametersGuard,
@@ -567,7 +568,7 @@ class IMPACTConfig(Configurable, KeepsMinusOneSettings, APPOConfig):
         return RLModuleSpec(module_class=DefaultAPPOTorchRLModule)
 
 
-class IMPACT(FiniteParametersGuard, APPO):
+class IMPACT(FiniteParametersGuard, ThrottledEnvRunnerProbe, APPO):
     """IMPACT_EXT: IMPACT's Algorithm 1 on RLlib's env runners, learner and Tune.
 
     See the module docstring for the data flow; the loss is in

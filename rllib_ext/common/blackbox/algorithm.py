@@ -30,6 +30,7 @@ from rllib_ext.common.blackbox.env_runner import EVALUATION_STREAM, PERTURBATION
 from rllib_ext.common.blackbox.noise_table import NoiseTable, make_noise
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.blackbox.protocol import EpisodeResult, EvaluationJob, Payload, PerturbationJob
+from rllib_ext.common.fault_tolerance import ThrottledEnvRunnerProbe
 from rllib_ext.common.guards import FiniteParametersGuard
 from rllib_ext.common.steps import StepAccount
 from rllib_ext.common.validation import algo_name
@@ -52,7 +53,7 @@ _T = TypeVar("_T")
 BLACKBOX = "blackbox"  # metrics key prefix of the engine's own metrics
 
 
-class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
+class BlackBoxAlgorithm(FiniteParametersGuard, ThrottledEnvRunnerProbe, Algorithm):
     """Algorithm base of the ES family: θ_u publishing, the job pool, filter merging, metrics.
 
     Subclasses build their state in :meth:`setup_state` and implement ``training_step`` with
@@ -315,8 +316,9 @@ class BlackBoxAlgorithm(FiniteParametersGuard, Algorithm):
 
     @override(Algorithm)
     def restore_env_runners(self, env_runner_group: EnvRunnerGroup) -> list[int]:
-        """RLlib's restore (before every training step), then the pool takes RLlib's health of every
-        runner: where failed runners come back, once per step rather than on every poll."""
+        """RLlib's restore (before every training step; unhealthy runners are probed at most every
+        ``PROBE_INTERVAL_S``: :class:`ThrottledEnvRunnerProbe`), then the pool takes RLlib's health
+        of every runner: where failed runners come back, once per step rather than on every poll."""
         restored: list[int] = super().restore_env_runners(env_runner_group)
         if env_runner_group is self.env_runner_group and getattr(self, "pool", None) is not None:
             self.pool.sync_health()

@@ -34,12 +34,13 @@ from ray.rllib.utils.metrics import (
 from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 from rllib_ext._compat import sample_episodes_and_metrics
+from rllib_ext.common.fault_tolerance import ThrottledEnvRunnerProbe
 from rllib_ext.common.guards import FiniteParametersGuard, assert_finite_learner_parameters
 from rllib_ext.common.offpolicy.learner import ReplayLearner, UpdateReport
 from rllib_ext.common.steps import log_all_used
 
 
-class OffPolicyAlgorithm(FiniteParametersGuard, Algorithm):
+class OffPolicyAlgorithm(FiniteParametersGuard, ThrottledEnvRunnerProbe, Algorithm):
     """Sample, store and update in the Learner, check, sync (see the module docstring)."""
 
     # Set by Algorithm.setup before any training_step (RLlib types them Optional).
