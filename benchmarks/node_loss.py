@@ -20,8 +20,10 @@ engine's lost-call/requeued-job counters (``blackbox/...``, DFD/ES), the commit 
 RLlib pings the lost runner before every ``training_step`` (``Algorithm.restore_env_runners``); its
 actor stays RESTARTING (no node left with its slot), and each ping takes ~2 s to fail, well inside
 ``env_runner_health_probe_timeout_s`` (30 s). A driver loop that is one ``training_step`` per
-fragment (IMPACT_EXT, RLlib's APPO, listed here for comparison) then samples ~300 env steps per 10 s
-iteration (2026-11-28 rows); ``--health-probe-timeout-s 0.1`` bounds each probe (2-4.6k).
+fragment (RLlib's APPO, listed here for comparison; IMPACT_EXT before the probe was throttled)
+then samples ~300 env steps per 10 s iteration (2026-11-28 rows); ``--health-probe-timeout-s 0.1``
+bounds each probe (2-4.6k). rllib_ext's algorithms probe at most every
+``rllib_ext.common.fault_tolerance.PROBE_INTERVAL_S`` (row ``probe-throttled``: 5.6-6.7k).
 
     python -m benchmarks.node_loss --algos DFD_EXT IMPACT_EXT
     python -m benchmarks.node_loss --algos IMPACT_EXT APPO --health-probe-timeout-s 0.1

@@ -11,7 +11,8 @@ not through ``foreach_env_runner_async``: RLlib's path cloudpickles a new closur
 scans its in-flight list per result, about 2 ms of driver CPU per call, which capped the driver
 at ~50–70 sleeping runners (``benchmarks/blackbox_scale.py``). Health stays RLlib's: a call that
 fails with a Ray error marks its runner unhealthy in the group's actor manager (as RLlib's own
-fetch does), and RLlib's ``restore_env_runners`` brings it back before the next training step.
+fetch does), and RLlib's ``restore_env_runners`` brings it back (probed at most every
+``common.fault_tolerance.PROBE_INTERVAL_S``).
 
 Driver cost: O(1) per poll and per result, whatever the number of runners (issue 41 §1;
 ``benchmarks/blackbox_pool.py``). The pool keeps its own set of healthy runners and a FIFO of
