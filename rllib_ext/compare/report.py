@@ -34,6 +34,12 @@ improvement of a race with an env-step budget is not given between entries count
 rules. Rows of one race counted under both rules are never pooled: each algorithm's rows of each
 rule are an entry of their own, and the race is NOT comparable.
 
+Per individual env step: where some row of a race spent env steps on the algorithm's own evaluations
+(``evaluation`` of the breakdown, e.g. AES-RL's f(μ) re-evaluations), the race is also read on an axis
+of env steps less those (:func:`individual_step_lines`): per entry the final return, the individual env
+steps at the end and the mean return over the first B of them, B the most every run reached; entries
+whose rows do not log the breakdown are "not logged". The race's budget stays on total env steps.
+
 Tuning (schema 3 rows, :mod:`rllib_ext.compare.tuning`): each race says how its entries' own
 settings were chosen (:func:`tuning_words`): "equal tuning effort (grid of k per entry)", the entries
 not equally tuned by name, the matched mappings, or "not tuned: rivals' own defaults" (every race
@@ -195,6 +201,73 @@ def fixed_budgets(rows: Sequence[RunRow]) -> tuple[float | None, float | None]:
     steps = protocol.get("budget_env_steps") or min(r.curve.env_steps[-1] for r in rows)
     wall = protocol.get("budget_s") or min(r.curve.wall_s[-1] for r in rows)
     return (float(steps) or None), (float(wall) or None)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same race read per individual env step (less the algorithm's own evaluation steps).
+# ---------------------------------------------------------------------------------------------
+def individual_steps(row: RunRow) -> list[float] | None:
+    """The row's curve on the individual-step axis: at each evaluation point, the env steps less the
+    algorithm's own evaluation steps (``used + wasted + pending`` = total − ``evaluation`` of
+    ``env_steps_breakdown``, e.g. AES-RL's f(μ) re-evaluations, ES's θ_u episodes), one per curve point;
+    None where the row does not log the breakdown at its end (schema 1, an algorithm that does not log
+    it). A point without a breakdown is 0 where no step was taken yet (before training) and else the
+    last known count before it carried (an upper bound; lifetime counts never fall)."""
+    if row.breakdown_at_end() is None or row.env_steps_breakdown is None:
+        return None
+    evaluation = row.env_steps_breakdown["env_steps_evaluation_lifetime"]
+    out, known = [], 0
+    for total, ev in zip(row.curve.env_steps, evaluation, strict=True):
+        known = known if ev is None else ev
+        out.append(float(total) - (known if total else 0))
+    return out
+
+
+def has_evaluation_steps(rows: Sequence[RunRow]) -> bool:
+    """Whether some row of a race spent env steps on the algorithm's own evaluations (at its end)."""
+    return any((end := r.breakdown_at_end()) and end.get("env_steps_evaluation_lifetime", 0) > 0 for r in rows)
+
+
+def individual_step_budget(rows: Sequence[RunRow]) -> float | None:
+    """The largest budget on the individual-step axis (:func:`individual_steps`) that every run of the
+    race logging the breakdown reaches (the smallest individual steps at an end); None where none logs it."""
+    ends = [axis[-1] for axis in (individual_steps(r) for r in rows) if axis]
+    return min(ends) if ends else None
+
+
+def individual_step_lines(race_rows: Sequence[RunRow]) -> list[str]:
+    """Markdown lines: the race read per individual env step, where some row spent steps on its own
+    evaluations (:func:`has_evaluation_steps`; else nothing): per entry the final return (the same
+    runs), the individual env steps at the end and the mean return over the first B individual env
+    steps (:func:`mean_return_until`, B = :func:`individual_step_budget`, equal for every entry);
+    "not logged" for an entry whose rows do not all log the breakdown."""
+    if not has_evaluation_steps(race_rows):
+        return []
+    budget = individual_step_budget(race_rows)
+    protocol = race_rows[0].protocol
+    on = "total env steps" if protocol.get("budget_env_steps") else "wall time"
+    lines = [
+        "Read per individual env step: x = env steps less the algorithm's own evaluation steps (used + wasted + "
+        f"pending at each point, e.g. AES-RL's f(μ) re-evaluations); the race's budget ({budget_words(protocol)}) "
+        f"was on {on}, so the entries are compared here over the first individual env steps every run reached.",
+        "",
+        "| algorithm | seeds | final eval return, IQM [95% CI] | individual env steps at the end (IQM) | "
+        f"mean return over the first {_fmt(budget or 0, 'steps')} individual env steps (AUC ÷ budget), "
+        "IQM [95% CI] |",
+        "|---|---|---|---|---|",
+    ]
+    for algo, runs in entry_groups(race_rows).items():
+        runs = sorted(runs, key=lambda r: r.seed)
+        axes = [individual_steps(r) for r in runs]
+        line = f"| {algo} | {len(runs)} | {_interval([r.final_return for r in runs])} |"
+        if all(axes):
+            ends = [axis[-1] for axis in axes if axis]
+            means = [mean_return_until(a, r.curve.eval_return, budget) for a, r in zip(axes, runs, strict=True) if a]
+            line += f" {_fmt(stats.iqm(ends), 'steps')} | {_interval(means) if budget else '—'} |"
+        else:
+            line += " not logged | not logged |"
+        lines.append(line)
+    return lines + [""]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -667,6 +740,7 @@ def summary_table(rows: Sequence[RunRow], figures: dict[tuple[str, str], str]) -
                 lines.append(line)
             lines.append("")
             lines += old_count_lines(race_rows)
+            lines += individual_step_lines(race_rows)
             lines += tuning_lines(race_rows, tuning_rows.get((race,), []))
             lines += improvement_table(race_rows)
             own = {(r.algorithm): {k: v for k, v in r.settings.items() if k not in r.shared_keys} for r in race_rows}

@@ -470,3 +470,64 @@ def test_race_block_says_what_the_summary_says_of_an_uncomparable_race_and_links
     table = report.summary_table(race_rows(), {})
     assert f'<a id="{report.race_anchor("bench", "r1")}"></a>' in table
     assert report.race_anchor("b", "r 1") == "race-b-r_1"
+
+
+# ---------------------------------------------------------------------------------------------
+# The same race read per individual env step (env steps less the algorithm's own evaluations).
+# ---------------------------------------------------------------------------------------------
+def with_breakdown(r: RunRow, evaluation, wasted=(None, 0, 0), pending=(None, 0, 0)) -> RunRow:
+    """``r`` with a breakdown whose evaluation steps are ``evaluation`` (used: the rest)."""
+    used = [
+        None if e is None else total - e - w - p
+        for total, e, w, p in zip(r.curve.env_steps, evaluation, wasted, pending, strict=True)
+    ]
+    breakdown = {
+        "env_steps_used_lifetime": used,
+        "env_steps_evaluation_lifetime": list(evaluation),
+        "env_steps_wasted_lifetime": list(wasted),
+        "env_steps_pending": list(pending),
+    }
+    return dataclasses.replace(r, env_steps_breakdown=breakdown)
+
+
+def individual_race():
+    """A spends 200 / 500 of its steps (at 1k / 2k) re-evaluating μ; B never evaluates; C does not log it."""
+    a = [with_breakdown(row("A", s, finals=(0.0, 50.0, 100.0 + s)), (None, 200, 500), (None, 50, 50)) for s in range(5)]
+    b = [with_breakdown(row("B", s, finals=(0.0, 10.0, 20.0 + s)), (None, 0, 0)) for s in range(5)]
+    c = [row("C", s, finals=(0.0, 30.0, 60.0 + s)) for s in range(5)]
+    return a + b + c
+
+
+def test_the_individual_step_axis_is_env_steps_less_the_evaluation_steps():
+    r = with_breakdown(row(), (None, 200, 500), wasted=(None, 50, 50), pending=(None, 10, 0))
+    assert report.individual_steps(r) == [0.0, 800.0, 1500.0]  # used + wasted + pending; none before training
+    assert report.individual_steps(row()) is None  # no breakdown: not logged
+    gap = with_breakdown(row(), (None, 200, None))
+    assert report.individual_steps(gap) is None  # unknown at the end
+    held = dataclasses.replace(gap, env_steps_breakdown={k: [*v[:2], v[1]] for k, v in gap.env_steps_breakdown.items()})
+    held.env_steps_breakdown["env_steps_evaluation_lifetime"][1] = None  # unknown mid-curve: the last known carried
+    assert report.individual_steps(held) == [0.0, 1000.0, 1800.0]
+
+
+def test_a_race_with_evaluation_steps_is_also_read_at_an_equal_individual_step_budget():
+    rows = individual_race()
+    assert report.individual_step_budget(rows) == 1500.0  # A's 2000 - 500: the most every run reached
+    table = report.summary_table(rows, {})
+    assert "Read per individual env step: x = env steps less the algorithm's own evaluation steps" in table
+    assert "the race's budget (2000 env steps) was on total env steps" in table
+    assert "mean return over the first 1.5k individual env steps (AUC ÷ budget)" in table
+    part = table[table.index("Read per individual env step") :]
+    line = {name: next(x for x in part.splitlines() if x.startswith(f"| {name} |")) for name in "ABC"}
+    # A: 0 over [0, 800), 50 over [800, 1500): 50 * 700 / 1500; the same final returns as the main table.
+    assert line["A"].startswith("| A | 5 | 102.0 [") and "| 1.5k | 23.3 [" in line["A"]
+    # B: no evaluation steps, so its own axis is total steps, read to the same 1.5k: 10 * 500 / 1500.
+    assert "| 2.0k | 3.3 [" in line["B"]
+    assert line["C"].endswith("| not logged | not logged |")  # no breakdown (e.g. schema 1, RLlib's own)
+    assert table.index("| A | 5 |") < table.index("Read per individual env step")  # after the race's table
+
+
+def test_nothing_is_read_per_individual_step_in_a_race_without_evaluation_steps():
+    rows = [r for r in individual_race() if r.algorithm != "A"]  # B logs 0 evaluation steps, C none
+    assert not report.has_evaluation_steps(rows)
+    assert "individual env step" not in report.summary_table(rows, {})
+    assert "individual env step" not in report.summary_table(race_rows(), {})
