@@ -129,15 +129,34 @@ def engine_rate(env_id: str, runners: int, seconds: float, per_call: str = "auto
         refill()
         pids = algo.env_runner_group.foreach_env_runner(lambda runner: os.getpid(), local_env_runner=False)
         algo.collect(timeout_s=1.0)  # warm up
-        steps, t0, c0 = 0, time.perf_counter(), sum(process_cpu_s(pid) for pid in pids)
+        bound = time.perf_counter() + seconds + 120.0
+
+        def arrivals() -> list:
+            """Collects until some results arrive (refilling); TimeoutError past the bound."""
+            while True:
+                refill()
+                ok, _ = algo.collect(timeout_s=0.05)
+                if ok:
+                    return ok
+                if time.perf_counter() > bound:
+                    raise TimeoutError(f"es_throughput: no engine results on {env_id} within {seconds + 120:.0f} s")
+
+        # The window runs from one arrival to a later one and counts the steps of the replies
+        # after the first: the work done between them. (A fixed window counted the replies that
+        # happened to arrive inside it: with calls of ~3 s, as on Pendulum, a whole call's work
+        # fell outside an 8 s window, which read as 0.77 of the raw loop.)
+        arrivals()
+        cpu = lambda: sum(process_cpu_s(pid) for pid in pids)  # noqa: E731
+        steps, t0, c0 = 0, time.perf_counter(), cpu()
         w0 = sum(runqueue_wait_s(pid) for pid in pids)
-        while time.perf_counter() - t0 < seconds:
-            refill()
-            ok, _ = algo.collect(timeout_s=0.05)
-            steps += sum(r.length for r in ok)
+        while True:
+            steps += sum(r.length for r in arrivals())
+            t1, c1 = time.perf_counter(), cpu()
+            if t1 - t0 >= seconds:
+                break
         global LAST_ENGINE_CPU_RATE, LAST_ENGINE_RUNQUEUE_SHARE
-        wall = time.perf_counter() - t0
-        LAST_ENGINE_CPU_RATE = steps / max(sum(process_cpu_s(pid) for pid in pids) - c0, 1e-9)
+        wall = t1 - t0
+        LAST_ENGINE_CPU_RATE = steps / max(c1 - c0, 1e-9)
         LAST_ENGINE_RUNQUEUE_SHARE = (sum(runqueue_wait_s(pid) for pid in pids) - w0) / (wall * len(pids))
         return steps / wall
     finally:
