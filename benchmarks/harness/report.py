@@ -77,10 +77,12 @@ MEASUREMENT_TABLES = {
     },
     "es_throughput": {
         "title": "Sampling throughput per runner core (`benchmarks/es_throughput.py`)",
-        "keys": ("env", "what", "runners"),
+        "keys": ("env", "what", "runners", "label"),
         "values": (
             ("steps_per_s", "steps/s", "{:.0f}"),
             ("ratio_to_raw_torch", "/ (raw torch loop × runners)", "{:.2f}"),
+            ("ratio_to_raw_numpy", "/ (raw numpy loop × runners)", "{:.2f}"),
+            ("cpu_ratio_to_raw_numpy", "per CPU s / raw numpy loop's", "{:.2f}"),
         ),
     },
     "blackbox_scale": {
