@@ -331,32 +331,31 @@ class BlackBoxEnvRunner(EnvRunner, Checkpointable):
             self._noise_tables[dim] = NoiseTable(self._noise, dim, antithetic=antithetic)
         return self._noise_tables[dim]
 
-    def perturbed_theta(self, seed: int, n: int, index: int, noise_offset: int | None = None) -> np.ndarray:
+    def perturbed_theta(
+        self, seed: int, n: int, index: int, noise_offset: int | None = None, out: np.ndarray | None = None
+    ) -> np.ndarray:
         """θ_u + σ·ε_index of batch ``seed``: ε a slice of the shared noise table at ``noise_offset``,
-        or (None) regenerated from the sampler; never shipped."""
-        dim = self._theta.size
+        or (None) regenerated from the sampler; never shipped. Written into ``out`` (float32, θ's
+        shape) when given, else into a new array."""
+        theta, sigma = self._theta, np.float32(self.config.noise_stdev)
+        if out is None:
+            out = np.empty_like(theta, dtype=np.float32)
         if noise_offset is None:
-            eps = self._sampler(dim).perturbation(seed, n, index)
+            np.multiply(self._sampler(theta.size).perturbation(seed, n, index), sigma, out=out)
         else:
-            eps = self._noise_table(dim).row(noise_offset, index)
-        theta: np.ndarray = self._theta + np.float32(self.config.noise_stdev) * eps
-        return theta
+            self._noise_table(theta.size).scaled_row_into(out, noise_offset, index, sigma)
+        out += theta
+        return out
 
     def _perturb_into_buffer(self, job: PerturbationJob) -> np.ndarray:
-        """:meth:`perturbed_theta` of ``job`` (the same numbers), written into one buffer kept for
-        the runner's jobs: no allocation per job, and the numpy policy's views into the buffer stay
-        valid (``NumpyPolicy.set_flat`` of the same array rebuilds nothing). The buffer is
-        overwritten by the next job: what needs θ_i past the job copies it (``sync_module``)."""
-        theta, sigma = self._theta, np.float32(self.config.noise_stdev)
+        """:meth:`perturbed_theta` of ``job`` in one buffer kept for the runner's jobs: no allocation
+        per job, and the numpy policy's views into the buffer stay valid (``NumpyPolicy.set_flat`` of
+        the same array rebuilds nothing). The buffer is overwritten by the next job: what needs θ_i
+        past the job copies it (``sync_module``)."""
         buf = self._perturb_buf
-        if buf is None or buf.shape != theta.shape:
-            buf = self._perturb_buf = np.empty_like(theta, dtype=np.float32)
-        if job.noise_offset is None:
-            np.multiply(self._sampler(theta.size).perturbation(job.seed, job.n, job.index), sigma, out=buf)
-        else:
-            self._noise_table(theta.size).scaled_row_into(buf, job.noise_offset, job.index, sigma)
-        buf += theta
-        return buf
+        if buf is None or buf.shape != self._theta.shape:
+            buf = self._perturb_buf = np.empty_like(self._theta, dtype=np.float32)
+        return self.perturbed_theta(job.seed, job.n, job.index, job.noise_offset, out=buf)
 
     def run_jobs(self, call: Call) -> Reply:
         """Runs every job of ``call`` with the payload of ``call.version`` (fetched when new here)."""

@@ -167,6 +167,14 @@ def test_a_job_runs_exactly_perturbed_theta_through_the_reused_buffer(sampler, n
         runner.run_jobs(call([job]))
         expected = runner.perturbed_theta(5, 4, index, job.noise_offset)
         np.testing.assert_array_equal(runner.fast_policy.theta, expected)
+        # The same numbers as θ_u + σ·ε with ε read whole (a table row or the sampler's row).
+        d = theta.size
+        eps = (
+            runner._noise_table(d).row(job.noise_offset, index)
+            if noise_table
+            else runner._sampler(d).perturbation(5, 4, index)
+        )
+        np.testing.assert_array_equal(expected, runner._theta + np.float32(0.05) * eps)
         # The policy's views read the buffer as rewritten for this job: the actions of θ_i.
         obs = np.linspace(-1, 1, runner.env.observation_space.shape[0]).astype(np.float32)
         from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
