@@ -117,41 +117,23 @@ from rllib_ext import DFDConfig, ESConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._args import parse_set  # noqa: E402
-from benchmarks._procmem import descendants, mem_available_gb, runner_memory_mb, smaps_mb  # noqa: E402
+from benchmarks._proc import (  # noqa: E402
+    cpu_times_total,
+    descendants,
+    mem_available_gb,
+    process_cpu_s,
+    runner_memory_mb,
+    smaps_mb,
+)
 from rllib_ext.compare.rows import Machine  # noqa: E402
 
 BENCHMARK = "blackbox_scale"
 SCHEMA = 1
 ENV = "rllib_ext/VariableLength-v0"
 CONFIGS = {"ES_EXT": ESConfig, "DFD_EXT": DFDConfig}
-MB = 1024**2
-
 
 # -- machine probes (Linux /proc; this machine's processes only) ------------------------------------
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 CORES = os.cpu_count() or 1
-
-
-def cpu_times_total() -> tuple[float, float]:
-    """(busy, total) jiffies of all cores since boot (/proc/stat)."""
-    with open("/proc/stat") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    total = sum(fields[:8])  # guest time is already inside user
-    return total - idle, total
-
-
-def process_cpu_s(pids: list[int]) -> float:
-    """User + system CPU seconds of the processes (0 for one that is gone)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
-        except OSError:
-            pass
-    return total
 
 
 # -- the cluster --------------------------------------------------------------------------------

@@ -37,7 +37,9 @@ import datetime
 import logging
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -50,6 +52,9 @@ from rllib_ext.common.blackbox.fast_policy import NumpyPolicy
 from rllib_ext.common.blackbox.obs_filter import ObservationFilter
 from rllib_ext.common.policies import MLPPolicy
 from rllib_ext.compare.rows import Machine, append_measurement, git_commit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._proc import process_cpu_s  # noqa: E402
 
 HIDDENS = [64, 64]
 #: Steps per CPU second of the last raw loop (its thread's CPU time) and of the last engine run (the
@@ -66,13 +71,6 @@ def runqueue_wait_s(pid: int) -> float:
     """Seconds the main thread of process ``pid`` spent runnable but waiting for a CPU (Linux schedstat)."""
     with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
         return int(f.read().split()[1]) / 1e9
-
-
-def process_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system, all threads) of process ``pid`` on this machine (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def raw_rate(env_id: str, seconds: float, numpy_policy: bool = False) -> float:
@@ -146,7 +144,7 @@ def engine_rate(env_id: str, runners: int, seconds: float, per_call: str = "auto
         # happened to arrive inside it: with calls of ~3 s, as on Pendulum, a whole call's work
         # fell outside an 8 s window, which read as 0.77 of the raw loop.)
         arrivals()
-        cpu = lambda: sum(process_cpu_s(pid) for pid in pids)  # noqa: E731
+        cpu = lambda: process_cpu_s(pids)  # noqa: E731
         steps, t0, c0 = 0, time.perf_counter(), cpu()
         w0 = sum(runqueue_wait_s(pid) for pid in pids)
         while True:

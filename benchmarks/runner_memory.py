@@ -22,7 +22,7 @@ seed, RLlib's ``EnvRunner.__init__`` seeds torch through ``update_global_seed_if
 ~800 modules) in every runner, RLlib's and ours alike.
 
 The runners' pids come from RLlib's public ``EnvRunnerGroup.foreach_env_runner``. Per process:
-RSS, PSS and USS from ``/proc/<pid>/smaps_rollup`` (``benchmarks/_procmem.py``) and how many
+RSS, PSS and USS from ``/proc/<pid>/smaps_rollup`` (``benchmarks/_proc.py``) and how many
 modules it has imported; one row per (kind, repeat) with the medians over its processes, the
 ratios to the same repeat's floor, and the top-level packages the kind imports beyond the floor.
 
@@ -48,7 +48,7 @@ from pathlib import Path
 import ray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._procmem import runner_memory_mb, smaps_mb  # noqa: E402
+from benchmarks._proc import runner_memory_mb, smaps_mb  # noqa: E402
 
 BENCHMARK = "runner_memory"
 SCHEMA = 1

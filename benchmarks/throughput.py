@@ -48,7 +48,9 @@ import argparse
 import datetime
 import json
 import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -59,15 +61,10 @@ from rllib_ext.compare.matched import matched_settings
 from rllib_ext.compare.race import env_steps_of, metric_of
 from rllib_ext.compare.rows import Machine, append_measurement, git_commit
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._proc import cpu_times_total  # noqa: E402
+
 LEARNERLESS = ("DFD_EXT", "ES_EXT", "ARS_EXT", "CVES_EXT")
-
-
-def cpu_times() -> tuple[float, float]:
-    """(busy, total) jiffies of all cores, from /proc/stat."""
-    with open("/proc/stat") as f:
-        fields = [float(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return sum(fields) - idle, sum(fields)
 
 
 def build_config(algo: str, args, runners: int, learners: int) -> Any:
@@ -147,14 +144,14 @@ def measure(algo: str, args, runners: int, learners: int, repeat: int) -> dict[s
             result = instance.train()
         before = counters(result, config)
         held[:] = [0.0, 0]
-        busy0, total0 = cpu_times()
+        busy0, total0 = cpu_times_total()
         t0, c0 = time.perf_counter(), time.process_time()
         iterations = 0
         while time.perf_counter() - t0 < args.seconds:
             result = instance.train()
             iterations += 1
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        busy1, total1 = cpu_times()
+        busy1, total1 = cpu_times_total()
         after = counters(result, config)
     finally:
         instance.stop()

@@ -1,5 +1,5 @@
-"""Process memory probes shared by the benchmark scripts (Linux ``/proc``; not a benchmark itself:
-the leading underscore keeps it out of ``python -m benchmarks``).
+"""Process and machine probes shared by the benchmark scripts (Linux ``/proc``; not a benchmark itself:
+the leading underscore keeps it out of ``python -m benchmarks``): memory and CPU time.
 
 RSS counts every resident page a process maps; PSS splits each shared page between the processes
 that map it (so PSS summed over processes is their real footprint); USS is the private part (what
@@ -12,6 +12,29 @@ import os
 import statistics
 
 GB = 1024**3
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_times_total() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores since boot (/proc/stat)."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    total = sum(fields[:8])  # guest time is already inside user
+    return total - idle, total
+
+
+def process_cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds (all threads) of the processes (0 for one that is gone)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+        except OSError:
+            pass
+    return total
 
 
 def mem_available_gb() -> float:
