@@ -106,8 +106,10 @@ class ReturnBuffer:
 
         Returns that became too old while waiting (delay grew past U_max) are dropped first.
         """
-        kept = [r for r in self.pending if not self._too_old(r, u)]
-        dropped = [r for r in self.pending if self._too_old(r, u)]
+        kept: list[EpisodeResult] = []
+        dropped: list[EpisodeResult] = []
+        for r in self.pending:
+            (dropped if self._too_old(r, u) else kept).append(r)
         self.num_dropped_stale += len(dropped)
         self.steps_dropped_stale += sum(r.length for r in dropped)
         batch, self.pending = kept[: self.n], kept[self.n :]
